@@ -859,7 +859,9 @@ class Client:
         or a ledger state (``unfinished``, ``ok``, ``failed``, ...); ``limit`` is at
         most 1,000,000 (``jobs.ledger.MAX_LIMIT``). Either out of bounds is a
         ``ValueError`` saying what is allowed. Requests whose outcome is unknown have
-        no request_id and so no Job: see ``client.ledger.rows()``.
+        no request_id and so no Job: see ``client.ledger.rows()``. While this client's
+        writes cannot reach the ledger (a lock held elsewhere, a full disk) a warning
+        says so and its own jobs of this session not there yet are listed too.
         """
         self._check_open()
         if self.ledger is None:
@@ -867,7 +869,13 @@ class Client:
         rows = self.ledger.rows(self.gateway_name, endpoint=endpoint, status=status, limit=limit)
         # another kernel polls those, or another key made them
         rows = self.ledger.without_held(self.gateway_name, rows, fingerprint=self._fingerprint)
-        return self._from_rows([row for row in rows if row.request_id is not None])
+        jobs = self._from_rows([row for row in rows if row.request_id is not None])
+        if self.ledger.pending and status is None:  # a lock (a full disk) holds its writes
+            listed = {(job.endpoint, job.request_id) for job in jobs}
+            own = [j for j in self.jobs if endpoint in (None, j.endpoint)]
+            jobs += [j for j in own if (j.endpoint, j.request_id) not in listed]
+            jobs.sort(key=lambda job: job.submitted_at, reverse=True)  # newest first
+        return jobs if limit is None else jobs[:limit]
 
     def resume(self, *, force: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them,

@@ -198,6 +198,12 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         rid = terminal_text(r["request_id"] or "(no request id)")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
         print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
+    listed = {(row.endpoint, row.request_id) for row in rows}
+    for endpoint, rid, at in client.ledger.left_pending():  # not in the file yet (a lock)
+        if (endpoint, rid) not in listed and args.endpoint in (None, endpoint) and not args.status:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+            shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
+            print(f"{when}  {shown} (left by a process that ended: recorded at the next write)")
     return 0
 
 

@@ -262,18 +262,129 @@ def test_an_unwritable_ledger_is_said_once_in_a_warning_and_tasks_still_run(
                 jobs = [client.submit(ENDPOINT, {"Id": "asset-demo"}) for i in range(3)]
             said = [str(w.message) for w in caught if issubclass(w.category, LedgerWarning)]
             assert len(said) == 1, said  # once, not per task
-            assert "cannot be written" in said[0] and "NOT being kept" in said[0]
+            assert "cannot be written now" in said[0] and "kept in this process" in said[0]
             assert str(path) in said[0]
             assert all(job.result(timeout=60).ok for job in jobs)  # the work goes on
             assert client.ledger is not None and client.ledger.unwritable is not None
-            assert client.ledger.flush(30)
+            assert not client.ledger.flush(30)  # kept: it says so at once, never waits 30 s
         finally:
             client.close()
+        # its ledger closed (or the process ending) still unwritable: each paid task
+        # named, and kept beside the file for the next open
+        with pytest.warns(LedgerWarning, match="could not be written") as closing:
+            client.ledger.close()
     finally:
         undo()
-    con = sqlite3.connect(path)  # what is on disk: the old row, nothing new, nothing lost
+    assert all(job.request_id in str(closing[0].message) for job in jobs)
+    con = sqlite3.connect(path)  # what is on disk: the old row only
     assert con.execute("SELECT request_id FROM tasks").fetchall() == [("old",)]
     con.close()
+    with Ledger(path) as again:  # the next open records what was kept: nothing lost
+        assert {r.request_id for r in again.rows()} == {"old", *(job.request_id for job in jobs)}
+
+
+def test_writes_a_read_only_ledger_refuses_are_kept_and_written_once_it_can_be(
+    tmp_path: Path,
+) -> None:
+    """A task created while the ledger could not be written was lost for good: its
+    writes were given up, so neither this process's history nor a later one knew it."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    undo = _make_unwritable(path)
+    try:
+        led = Ledger(path, intent_wait=30)
+        with pytest.warns(LedgerWarning, match="cannot be written now.*kept in this process"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        assert row < 0  # a ticket: the create left without waiting for the file
+        led.writes.record_handle(row, handle("paid"))
+        assert not led.flush(30) and led.unwritable is not None and led.dropped == 0
+    finally:
+        undo()
+    try:  # writable again: the next write (or flush) writes what was kept, in order
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            led.writes.record_handle(
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+                handle("after"),
+            )
+            assert led.flush(30)
+        assert [(r.request_id, r.state) for r in led.rows()] == [
+            ("after", "submitted"),
+            ("paid", "submitted"),
+        ]
+        assert led.unwritable is None
+    finally:
+        led.close()
+    with Ledger(path) as later:  # and a later session knows it
+        assert [r.request_id for r in later.rows()] == ["after", "paid"]
+
+
+def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the disk full (SQLite's SQLITE_FULL), played on the writer's
+    transactions: portable, no root, no mount."""
+    from genwidgets.jobs.ledger import writer
+
+    full = [False]
+    real = writer.immediate
+
+    @contextmanager
+    def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        if full[0]:
+            raise sqlite3.OperationalError("database or disk is full")
+        with real(conn) as inside:
+            yield inside
+
+    monkeypatch.setattr(writer, "immediate", immediate)
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led:
+        full[0] = True
+        with pytest.warns(LedgerWarning, match="disk is full"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        led.writes.record_handle(row, handle("during"))
+        status = Status.from_body({"status": "IN_PROGRESS"}, endpoint=ENDPOINT, request_id="during")
+        led.writes.record_status(GATEWAY, "during", status)
+        assert not led.flush(30)
+        with pytest.warns(LedgerWarning, match="cannot be written now"):
+            assert led.rows() == []  # said: this history lacks the writes kept
+        full[0] = False
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            assert led.flush(30)
+        found = led.get(GATEWAY, "during")
+        assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.timeout(60)
+def test_a_really_full_disk_keeps_a_tasks_writes_until_space_comes_back(tmp_path: Path) -> None:
+    """The full disk for real: a 2 MB tmpfs another program fills."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=700", "tmpfs", str(disk)])
+    if mounted.returncode != 0:
+        pytest.skip("this root may not mount a tmpfs (a container without CAP_SYS_ADMIN)")
+    try:
+        path = disk / "ledger.sqlite3"
+        with Ledger(path, intent_wait=30) as led:
+            filler = disk / "filler"
+            with filler.open("wb") as out, pytest.raises(OSError):
+                for _ in range(1024):  # 64 MB at most: the disk is full long before
+                    out.write(b"x" * 65536)
+                    out.flush()
+            with pytest.warns(LedgerWarning, match="full"):
+                for n in range(20):  # enough rows that the file must grow
+                    row = led.writes.record_intent(
+                        gateway=GATEWAY, endpoint=ENDPOINT, payload={"p": "x" * 4000}
+                    )
+                    led.writes.record_handle(row, handle(f"during-{n}"))
+                assert not led.flush(30)
+            filler.unlink()  # space is back
+            with pytest.warns(LedgerWarning, match="can be written again"):
+                assert led.flush(30)
+            assert len(led.rows()) == 20
+        with Ledger(path) as later:
+            assert {r.request_id for r in later.rows()} == {f"during-{n}" for n in range(20)}
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 # --------------------------------------------------------------------------- point 3
@@ -689,3 +800,78 @@ def test_resume_in_a_read_only_home_reattaches_in_memory_with_one_warning(
             client.close()
     finally:
         undo()
+
+
+@pytest.mark.timeout(90)
+def test_history_under_a_lock_says_so_and_names_the_tasks_left_in_the_pending_notes(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """Under a lock held elsewhere, a history listed nothing and said nothing, and the
+    warning at exit called the merge of the pending notes "statuses or results"."""
+    path = tmp_path / "ledger.sqlite3"
+    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)  # "paid" waits in the notes
+    led = Ledger(path, busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={})
+    led.writes.record_handle(row, handle("mine"))
+    with pytest.warns(LedgerWarning) as caught:
+        assert led.rows("gw") == []
+    said = str(caught[0].message)
+    assert "is locked by another process" in said and "still waiting in this process" in said
+    assert f"{ENDPOINT} paid" in said and str(led._file.pending_path) in said
+    with pytest.warns(LedgerWarning) as closing:
+        led.close()
+    said = str(closing[0].message)
+    assert f"{ENDPOINT} mine" in said and "statuses or results:" not in said
+    assert "notes an earlier process left in" in said
+
+
+@pytest.mark.timeout(120)
+def test_a_clients_history_under_a_lock_lists_its_own_jobs_of_this_session(
+    home: Path, locked: Callable[[Path], Lock], make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    sim = make_simulator()
+    path = home / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    client = gw.Client(sim.base_url, DEMO_KEY, ledger=Ledger(path, busy_timeout=0.2))
+    try:
+        job = client.submit(ENDPOINT, {"Id": "asset-demo"})
+        assert job.result(timeout=60).ok
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            assert [j.request_id for j in client.history()] == [job.request_id]
+        with pytest.warns(LedgerWarning, match="locked by another process"):
+            assert client.history(endpoint="another-endpoint") == []
+        lock.release()
+        assert client.ledger is not None and client.ledger.flush(30)
+        assert [j.request_id for j in client.history()] == [job.request_id]  # once
+    finally:
+        client.close()
+        if client.ledger is not None:
+            client.ledger.close()
+
+
+@pytest.mark.timeout(90)
+def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_notes(
+    gateway_env: SimulatorServer,
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``genwidgets history`` under a lock printed nothing on stdout, not even the paid
+    task a script that ended left in the pending notes."""
+    from genwidgets.cli import main
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
+
+    class Quick(Ledger):  # the command's ledger waits 0.2 s for the lock, not 5
+        def __init__(self) -> None:
+            super().__init__(path, busy_timeout=0.2)
+
+    monkeypatch.setattr("genwidgets._client.Ledger", Quick)
+    assert main(["history"]) == 0
+    said = capsys.readouterr()
+    assert "locked by another process" in said.err and f"{ENDPOINT} paid" in said.err
+    [line] = said.out.splitlines()
+    assert f"{ENDPOINT} " in line and "pending notes" in line and line.rstrip().count(" paid ") == 1

@@ -29,11 +29,20 @@ from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
 from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .schema import ensure_schema
-from .writer import FaultAction, LeftBehind, Note, Op, immediate, is_busy
+from .writer import (
+    FAULT_PAUSE,
+    FaultAction,
+    LeftBehind,
+    Note,
+    Op,
+    immediate,
+    is_busy,
+    is_disk_fault,
+)
 
 T = TypeVar("T")
 
-__all__ = ["LedgerFile", "damage", "merge_notes", "quick_check", "raise_if_damaged"]
+__all__ = ["LedgerFile", "Undecodable", "damage", "merge_notes", "quick_check", "raise_if_damaged"]
 
 log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -44,6 +53,20 @@ _COMPANIONS = ("", "-wal", "-shm", "-journal")
 PENDING_SUFFIX = ".pending.jsonl"
 #: seconds between two checks that the path still leads to the file the writer has open
 MOVED_CHECK_EVERY = 1.0
+
+
+class Undecodable(str):
+    """Text of the file that was not UTF-8 (a bad sector, a stray write), read with
+    U+FFFD in place of each bad byte: whoever reads a row can tell and say it."""
+
+
+def _text(value: bytes) -> str:
+    """The connections' text factory: UTF-8, or :class:`Undecodable` when it is not
+    (sqlite3's own decoding raises, and one bad value stopped every read of the table)."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(value.decode("utf-8", errors="replace"))
 
 
 def _real(path: Path) -> Path:
@@ -225,9 +248,10 @@ class LedgerFile:
         self.journal_mode = ""
         #: where an unusable file found at ``path`` was moved (None if none was)
         self.set_aside: Path | None = None
-        #: why the file cannot be written (None while it can): writes are given up
+        #: why the file cannot be written (None while it can): writes are kept meanwhile
         self.unwritable: str | None = None
-        #: writes given up because the file could not be written
+        #: writes given up because the file failed them for another reason than a busy
+        #: file or a disk fault
         self.dropped = 0
         self._notices: list[str] = []
         self._notices_lock = threading.Lock()
@@ -315,6 +339,7 @@ class LedgerFile:
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.text_factory = _text
             return conn
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
@@ -384,8 +409,8 @@ class LedgerFile:
                 self._opened, self._checked_at = (found.st_dev, found.st_ino), time.monotonic()
         except sqlite3.OperationalError as exc:
             conn.close()
-            if is_busy(exc) or "readonly" in str(exc) or "read-only" in str(exc):
-                raise  # the writer waits (busy) or says the file cannot be written
+            if is_busy(exc) or is_disk_fault(exc):  # a full disk fails the check
+                raise  # the writer waits (busy), or keeps the writes till it can write
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:  # not a database, malformed
             conn.close()
@@ -496,9 +521,14 @@ class LedgerFile:
         tasks whose handle is not on disk, so none is lost silently."""
         tasks = [f"{note['endpoint']} {note['request_id']}" for note in notes if "row" in note]
         why = self.keep_pending(notes) if notes else ""
+        cause = (
+            "another process held its lock"
+            if self.unwritable is None
+            else f"it could not be written: {self.unwritable}"
+        )
         message = (
             f"genwidgets: {unwritten} write(s) could not reach the task ledger {self.path} "
-            "before the writer stopped (another process held its lock)."
+            f"before the writer stopped ({cause})."
         )
         if tasks:
             message += (
@@ -512,9 +542,28 @@ class LedgerFile:
             )
         elif notes:
             message += f" It could not be kept in {self.pending_path} either ({why})."
-        else:
-            message += " They were statuses or results: resume() polls those tasks again."
+        others = unwritten - len(notes)
+        if others > 0:  # writes with no note lose nothing a later process needs
+            message += (
+                f" {others} of them recorded statuses, results or leases (resume() polls "
+                "those tasks again)"
+            )
+            if self.pending_path.exists():
+                message += (
+                    f" or the notes an earlier process left in {self.pending_path} (still "
+                    "there, for the next open)"
+                )
+            message += "."
         self.warn(message)
+
+    def pending_handles(self) -> list[Note]:
+        """The handle notes in :attr:`pending_path`: created tasks a process left there,
+        not in the file until the next write records them."""
+        try:
+            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        return [note for note in map(_note, lines) if note is not None and "row" in note]
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in
@@ -562,6 +611,19 @@ class LedgerFile:
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
+        if is_disk_fault(exc):  # as a lock held elsewhere: kept in order, tried again
+            if self.unwritable is None:
+                self.unwritable = redact(str(exc))
+                self._notice(
+                    f"genwidgets: the task ledger {self.path} cannot be written now "
+                    f"({self.unwritable}). New tasks, their statuses and results are kept in "
+                    "this process, in order, and written there as soon as it can be written "
+                    f"(tried every {FAULT_PAUSE:g} s and at each new write); keep this kernel "
+                    "running until then. Free disk space or make the file writable. If this "
+                    f"process ends first, they are kept in {self.pending_path} for the next "
+                    "genwidgets to record, and each created task is named in a warning."
+                )
+            return "keep"
         self.dropped += 1
         if self.unwritable is None:
             self.unwritable = redact(str(exc))
@@ -573,6 +635,16 @@ class LedgerFile:
                 "writable folder and restart the kernel."
             )
         return "give_up"
+
+    def recovered(self) -> None:
+        """The writes kept while the file could not be written reached it (writer thread):
+        said, since a warning said they were kept."""
+        if self.unwritable is not None:
+            self.unwritable = None
+            self._notice(
+                f"genwidgets: the task ledger {self.path} can be written again: the tasks, "
+                "statuses and results kept meanwhile were written there, in order."
+            )
 
     def _check_file(self) -> str:
         """``PRAGMA quick_check`` on a fresh connection: a problem, or "" when fine/unknown."""

@@ -20,7 +20,7 @@ from typing import Any
 from ..._config import home
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
-from .file import LedgerFile, raise_if_damaged
+from .file import LedgerFile, Undecodable, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
     COLUMN_NAMES,
@@ -114,6 +114,7 @@ class Ledger:
             exit_wait=self._file.busy_timeout,
             left_behind=self._left_behind,
             moved=self._file.moved,
+            recovered=self._file.recovered,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -198,12 +199,14 @@ class Ledger:
 
     @property
     def unwritable(self) -> str | None:
-        """Why the file cannot be written (None while it can): writes are given up."""
+        """Why the file cannot be written (None while it can): writes are kept, in order,
+        and written once it can be (docs/decisions.md#ledger-faults)."""
         return self._file.unwritable
 
     @property
     def dropped(self) -> int:
-        """Writes given up because the file could not be written."""
+        """Writes given up because the file failed them (for another reason than a lock
+        held elsewhere or a disk fault: those are kept and tried again)."""
         return self._file.dropped
 
     @property
@@ -318,12 +321,47 @@ class Ledger:
                 clauses.append("upper(status) = upper(?)")
                 params.append(status.strip())
         where = " AND ".join(f"({c})" for c in clauses) or "1"
+        if not self.flush():
+            self._say_behind()
         if limit is not None and wanted_state is None:
-            return self._select(f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params))
-        found = self._select(f"{where} ORDER BY id DESC", tuple(params))
+            return self._select(
+                f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params), wait=False
+            )
+        found = self._select(f"{where} ORDER BY id DESC", tuple(params), wait=False)
         if wanted_state is not None:
             found = [row for row in found if row.state == wanted_state]
         return found if limit is None else found[:limit]
+
+    def left_pending(self) -> list[tuple[str, str, float]]:
+        """``(endpoint, request_id, created_at)`` of the created tasks a process left in
+        the pending notes beside the file (docs/decisions.md#ledger-left-behind): not in
+        the file until this ledger's next write gets through (a lock held elsewhere)."""
+        notes = self._file.pending_handles()
+        return [(note["endpoint"], note["request_id"], float(note["at"])) for note in notes]
+
+    def _say_behind(self) -> None:
+        """``rows`` read while this process's writes still wait (a lock held elsewhere,
+        a file that cannot be written): say so, and name the created tasks an earlier
+        process left in the pending notes, which are not in the file yet either."""
+        why = (
+            f"cannot be written now ({self.unwritable})"
+            if self.unwritable is not None
+            else f"is locked by another process (more than {self.busy_timeout:g} s)"
+        )
+        message = (
+            f"genwidgets: the task ledger {self.path} {why}: what is read there lacks the "
+            f"{self.pending} write(s) still waiting in this process (written, in order, once "
+            "it can be; a client's history() adds its own jobs of this session)."
+        )
+        waiting = [f"{endpoint} {request_id}" for endpoint, request_id, _ in self.left_pending()]
+        if waiting:
+            message += (
+                f" {len(waiting)} created task(s) an earlier process left in "
+                f"{self._file.pending_path} are not there yet either (endpoint request_id): "
+                f"{', '.join(waiting[:20])}{' ...' if len(waiting) > 20 else ''}; follow "
+                "one with client.job(endpoint, request_id)."
+            )
+        self._file.warn(message)
 
     def _check_status_word(self, word: str) -> None:
         """A ``status`` filter that is no state: a gateway's status word, known (the
@@ -417,11 +455,23 @@ class Ledger:
         """The readable rows of ``SELECT ... FROM tasks WHERE <where>``, after the writes
         queued so far (unless ``wait`` is False); a damaged one (written by hand, by a
         foreign tool) is skipped with a log line, so one bad row never stops a history
-        or a poller."""
+        or a poller; text that is not UTF-8 is read with U+FFFD in place of the bad
+        bytes, also with a log line (the task is still shown and followed)."""
         if wait:
             self.flush()
         rows = []
         for values in self._file.read(f"SELECT {COLUMNS} FROM tasks WHERE {where}", params):
+            bad = [
+                n for n, v in zip(COLUMN_NAMES, values, strict=True) if isinstance(v, Undecodable)
+            ]
+            if bad:
+                log.warning(
+                    "genwidgets: ledger row %s of %s holds text that is not UTF-8 (%s): read "
+                    "with U+FFFD in place of the bad bytes",
+                    values[0],
+                    self.path,
+                    ", ".join(bad),
+                )
             try:
                 fields = dict(zip(COLUMN_NAMES, values, strict=True))
                 fields["state"] = self._state(fields)

@@ -3,7 +3,9 @@
 A lock held by another process then delays only the ledger, never the engine's loop; a
 write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer),
 until the queue stops or the process exits: what is left then goes to ``left_behind``.
-Other faults go to ``on_fault`` (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
+A file that cannot be written (disk full, read-only) is the same: the write is kept, in
+order, and tried again, its caller told at once. Other faults go to ``on_fault``
+(docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
 one ledger's queue of writes and its thread: it starts one per process, again after ``fork``.
 """
 
@@ -24,7 +26,16 @@ from typing import Any, Literal
 
 from ...errors import LedgerError
 
-__all__ = ["FaultAction", "LeftBehind", "Note", "Op", "WriteQueue", "immediate", "is_busy"]
+__all__ = [
+    "FaultAction",
+    "LeftBehind",
+    "Note",
+    "Op",
+    "WriteQueue",
+    "immediate",
+    "is_busy",
+    "is_disk_fault",
+]
 
 log = logging.getLogger("genwidgets")
 
@@ -33,10 +44,18 @@ Op = Callable[[sqlite3.Connection], Any]
 #: what a queued write records, in plain JSON values without the key (a task's intent,
 #: its handle): kept when the write cannot reach the file before the process ends
 Note = dict[str, Any]
-#: what to do after a fault that is not a busy file
-FaultAction = Literal["retry", "give_up"]
+#: what to do after a fault that is not a busy file: try again at once (a fresh file),
+#: give the write up, or keep it (and those behind it) and try again later
+FaultAction = Literal["retry", "give_up", "keep"]
 
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+#: SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL (a file that cannot be opened
+#: at all is no passing fault: the ledger is then refused, docs/decisions.md#ledger-faults)
+_DISK_CODES = {3, 8, 10, 13}
+_DISK_WORDS = ("readonly", "read-only", "disk is full", "disk i/o error")
+#: seconds between two tries of a write kept while the file cannot be written (a new
+#: write, a flush and the process's exit try it at once)
+FAULT_PAUSE = 1.0
 #: pause between two attempts at a busy file (SQLite's own busy timeout waits first)
 RETRY_PAUSE = 0.05
 #: fresh files one write may start after damage before it is given up
@@ -58,6 +77,16 @@ def is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
+def is_disk_fault(exc: BaseException) -> bool:
+    """Whether an sqlite3 error means "the file cannot be written now" (disk full,
+    read-only, an I/O error): writable again later, unlike a write's own error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _DISK_CODES:
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.Error) and any(word in text for word in _DISK_WORDS)
+
+
 @contextlib.contextmanager
 def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction: ``BEGIN IMMEDIATE``, ``COMMIT`` when the block ends, and
@@ -74,7 +103,8 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 _live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _NOTHING: Any = object()  # the queue had nothing before the idle work was due
-_Item = tuple[Op | None, concurrent.futures.Future[Any], Note | None] | None
+#: a write, the future its caller holds (None: nobody waits any more) and its note
+_Item = tuple[Op | None, concurrent.futures.Future[Any] | None, Note | None] | None
 
 
 @atexit.register
@@ -104,6 +134,7 @@ class WriteQueue:
         exit_wait: float = 5.0,
         left_behind: Callable[[list[Note], int], None] | None = None,
         moved: Callable[[sqlite3.Connection], bool] | None = None,
+        recovered: Callable[[], None] | None = None,
     ) -> None:
         self.connect = connect
         self.on_fault = on_fault
@@ -117,23 +148,33 @@ class WriteQueue:
         #: whether the path no longer leads to the file the writer's connection has
         #: open (deleted, replaced): the writer then opens the path anew
         self.moved = moved
+        #: told when a write kept while the file could not be written is on disk
+        self.recovered = recovered
         self._lock = threading.Lock()
         self._thread: _Thread | None = None
 
     def put(self, op: Op | None, note: Note | None = None) -> concurrent.futures.Future[Any]:
         """Queue ``op`` (None: only open the file); its future holds what it returned
-        or the error that ended it. ``note`` says what it records, for ``left_behind``."""
+        or the error that ended it. ``note`` says what it records, for ``left_behind``.
+
+        While the file cannot be written (a write is kept), the future holds that error
+        at once and ``op`` is kept behind the others, tried when they are written."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
             thread = self._thread
             if thread is None or thread.pid != os.getpid() or not thread.is_alive():
                 thread = self._thread = _Thread(self)
                 _live.add(self)
-            thread.jobs.put((op, future, note))
+            fault = thread.fault
+            thread.jobs.put((op, None if fault is not None else future, note))
+        if fault is not None:
+            future.set_exception(fault)
+            thread.wake.set()  # tried again on the next write
         return future
 
     def flush(self, timeout: float | None) -> bool:
-        """Wait until every write queued so far is applied (or given up); False on timeout."""
+        """Wait until every write queued so far is applied (or given up); False on
+        timeout, or at once when a try made meanwhile found the file still unwritable."""
         thread = self._thread
         return thread is None or thread.drained(timeout)
 
@@ -145,8 +186,10 @@ class WriteQueue:
         if thread is None:
             return False
         since = thread.writing_since
-        return thread.busy_since is not None or (
-            since is not None and time.monotonic() - since > STALL
+        return (
+            thread.busy_since is not None
+            or thread.fault is not None
+            or (since is not None and time.monotonic() - since > STALL)
         )
 
     @property
@@ -169,6 +212,7 @@ class WriteQueue:
             return True
         if self.left_behind is not None:
             thread.left = True  # it applies nothing more: what it holds is kept elsewhere
+            thread.wake.set()
             self.left_behind(thread.notes(), thread.jobs.unfinished_tasks)
         return False
 
@@ -201,6 +245,11 @@ class _Thread(threading.Thread):
         self.busy_since: float | None = None
         self.writing_since: float | None = None
         self.writing_note: Note | None = None
+        #: why the head write is kept (the file cannot be written), None while it can be
+        self.fault: sqlite3.Error | None = None
+        #: tries of a kept write that failed, and what wakes the writer to try again
+        self.fault_tries = 0
+        self.wake = threading.Event()
         #: its writes were handed to ``left_behind``: it gives up every one it still has
         self.left = False
         self.start()
@@ -213,14 +262,20 @@ class _Thread(threading.Thread):
         return [n for n in (head, *queued) if n is not None and (n is not head or n not in queued)]
 
     def drained(self, timeout: float | None) -> bool:
-        """Wait until every job queued so far is applied (or given up); False on timeout."""
+        """Wait until every job queued so far is applied (or given up); False on timeout,
+        or once a try made meanwhile of a kept write failed (the file is still unwritable:
+        waiting longer would not help the caller)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        tries = self.fault_tries
+        self.wake.set()  # a kept write is tried now
         with self.jobs.all_tasks_done:
             while self.jobs.unfinished_tasks:
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if (remaining is not None and remaining <= 0) or self.fault_tries > tries:
                     return False
-                self.jobs.all_tasks_done.wait(remaining if remaining is not None else 0.5)
+                # a failed try does not notify: look again every few ms while one is kept
+                step = 0.02 if self.fault is not None else 0.5
+                self.jobs.all_tasks_done.wait(step if remaining is None else min(remaining, step))
         return True
 
     def reset_connection(self) -> None:
@@ -242,7 +297,7 @@ class _Thread(threading.Thread):
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
                 if idle is not None:
-                    self._apply(idle, None)
+                    self._apply(idle, None, keep=False)
             if item is _NOTHING:
                 continue
             if item is None:
@@ -257,8 +312,12 @@ class _Thread(threading.Thread):
                 self.writing_since = self.writing_note = None
                 self.jobs.task_done()
 
-    def _apply(self, op: Op | None, future: concurrent.futures.Future[Any] | None) -> None:
-        """Run one write until it commits, ends in its own error, or is given up."""
+    def _apply(
+        self, op: Op | None, future: concurrent.futures.Future[Any] | None, *, keep: bool = True
+    ) -> None:
+        """Run one write until it commits, ends in its own error, or is given up. A write
+        the file cannot take now is kept (unless not ``keep``: the idle work) and tried
+        again every :data:`FAULT_PAUSE` or when woken; its caller gets the error at once."""
         set_aside = 0
         result: Any = None
         error: BaseException | None = None
@@ -282,14 +341,27 @@ class _Thread(threading.Thread):
                     continue
                 self.busy_since = None
                 self.reset_connection()
-                if set_aside < MAX_SET_ASIDE and self.writes.on_fault(exc) == "retry":
+                action = self.writes.on_fault(exc) if set_aside < MAX_SET_ASIDE else "give_up"
+                if action == "retry":
                     set_aside += 1  # a fresh file failing the same way is not damage
+                    continue
+                if action == "keep" and keep:
+                    self.fault, self.fault_tries = exc, self.fault_tries + 1
+                    if future is not None:  # its caller goes on; the write stays first
+                        future.set_exception(exc)
+                        future = None
+                    self.wake.wait(FAULT_PAUSE)
+                    self.wake.clear()
                     continue
                 error = exc
             except BaseException as exc:  # the write's own error (no such row): report it
                 error = exc
             break
         self.busy_since = None
+        if self.fault is not None and not self.left:  # the file took the write: go on
+            self.fault = None
+            if self.writes.recovered is not None and not isinstance(error, sqlite3.Error):
+                self.writes.recovered()
         if future is None:  # the idle work (the heartbeat): no one waits for it
             if error is not None:
                 log.info("genwidgets: a background ledger write failed: %s", error)

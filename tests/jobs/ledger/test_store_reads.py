@@ -85,3 +85,32 @@ def test_a_row_with_a_column_of_the_wrong_type_is_skipped_with_a_log_line(
         assert [r.id for r in ledger.rows(GATEWAY)] == [good]
     assert f"skipped ledger row {bad}" in caplog.text and "submitted_at" in caplog.text
     assert f"skipped ledger row {worse}" in caplog.text
+
+
+def test_a_row_with_text_that_is_not_utf8_is_read_replaced_and_said_never_fatal(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two bytes of one row's payload gone bad (a bad sector: ``PRAGMA quick_check``
+    still says ok) made every read raise, so history() and resume() failed for all."""
+    rows = [intent(ledger), intent(ledger)]
+    for row_id, request_id in zip(rows, ("bad", "good"), strict=True):
+        handle = Handle.from_body(ENDPOINT, {"request_id": request_id}, GATEWAY)
+        ledger.writes.record_handle(row_id, handle).result(timeout=30)
+    con = sqlite3.connect(ledger.path)  # {"p": "<0xff>"}
+    con.execute(
+        "UPDATE tasks SET payload = CAST(X'7b2270223a2022ff227d' AS TEXT) WHERE id = ?", (rows[0],)
+    )
+    con.commit()
+    con.close()
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        found = ledger.rows(GATEWAY)
+        assert [(r.request_id, r.payload) for r in found] == [
+            ("good", {}),
+            ("bad", {"p": "\ufffd"}),
+        ]
+        taken, _ = ledger.claim_unfinished(GATEWAY)  # resume() follows both
+        assert sorted(r.request_id for r in taken) == ["bad", "good"]
+    assert (
+        f"ledger row {rows[0]} of {ledger.path} holds text that is not UTF-8 (payload)"
+        in caplog.text
+    )

@@ -355,7 +355,14 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records))
     elif not records:
-        print("nothing to resume: no unfinished task in the ledger")
+        # tasks left to a live process or another key were said above: not "none"
+        left = client.ledger.rows(client.gateway_name, status="unfinished") if client.ledger else []
+        said = f"the ledger's {len(left)} unfinished task(s) were left to others (said above)"
+        print(
+            f"nothing resumed: {said}"
+            if left
+            else "nothing to resume: no unfinished task in the ledger"
+        )
     return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
 
 

@@ -204,7 +204,7 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     assert main(["history", "--json"]) == 1
     said = capsys.readouterr()  # the ledger's warning: one line on stderr, beside the JSON
     assert json.loads(said.out) == {"error": "the ledger is off", "command": "history"}
-    assert said.err.startswith("genwidgets history: warning: the task ledger is off (")
+    assert said.err.startswith("genwidgets history: warning: the task ledger is off and no ")
     assert main(["history"]) == 1  # without --json: text on stderr, as before
     said = capsys.readouterr()
     assert said.out == "" and said.err.splitlines()[-1] == "genwidgets history: the ledger is off"
@@ -650,6 +650,30 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
     assert main(["resume", "--wait", "1"]) == 1  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
+
+
+def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process polls the ledger's one unfinished task: ``resume`` names the
+    command's flag (``--force``), not only ``resume(force=True)``, and does not go on to
+    say the ledger holds no unfinished task."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-live")
+    try:
+        with genwidgets.Client() as kernel:  # open: it holds the task's lease
+            kernel.submit("ep", {"prompt": "a heron"}, validate=False)
+            assert kernel.ledger is not None and kernel.ledger.flush(30)
+            assert main(["resume", "--wait", "0"]) == 0
+            said = capsys.readouterr()
+        assert "genwidgets resume --force" in said.err
+        assert said.out == (
+            "nothing resumed: the ledger's 1 unfinished task(s) were left to others (said above)\n"
+        )
+    finally:
+        gateway.close()
 
 
 def _embedded_env(tmp_path: Path) -> dict[str, str]:

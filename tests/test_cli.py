@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -483,6 +484,41 @@ def test_history_says_copies_pending_and_result_copies_them(
     [row] = json_out(capsys)
     assert (row["copies_pending"], len(row["files"])) == ([], 2)
     assert file_host.creates == 1 and sorted(file_host.served.values()) == [1, 1]
+
+
+def test_removed_local_copies_are_said_missing_and_copied_again_by_result_and_resume(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The user removed the home's outputs (to free space): history says the local files
+    are missing (its JSON lists only files on disk), and ``result`` and ``resume`` copy
+    them again from their URLs, creating nothing (docs/decisions.md#copies-pending)."""
+    home = Path(os.environ["GENWIDGETS_HOME"])
+    rids = []
+    with genwidgets.Client() as made:
+        for _ in range(2):
+            job = made.submit("ep", {"prompt": "x"}, validate=False)
+            assert all(o.path is not None for o in job.result(timeout=30).outputs)
+            rids.append(job.request_id)
+    shutil.rmtree(home / "outputs")
+    assert main(["history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(" 2 file(s)" not in line for line in lines)
+    assert all(", 2 local file(s) missing, 2 copies pending (" in line for line in lines)
+    assert main(["history", "--json"]) == 0
+    rows = json_out(capsys)
+    assert [(len(r["files"]), len(r["files_missing"]), r["copies_pending"]) for r in rows] == [
+        (0, 2, [0, 1])
+    ] * 2
+    assert main(["result", rids[0], "--json"]) == 0  # copied again, not its URLs
+    found = json_out(capsys)
+    assert len(found["files"]) == 2 and all(Path(name).is_file() for name in found["files"])
+    assert main(["resume", "--json"]) == 0  # the other one
+    [record] = json_out(capsys)
+    assert record["request_id"] == rids[1] and len(record["files"]) == 2
+    assert all(Path(name).is_file() for name in record["files"])
+    assert main(["history", "--json"]) == 0
+    assert [(len(r["files"]), r["files_missing"]) for r in json_out(capsys)] == [(2, [])] * 2
+    assert file_host.creates == 2 and sorted(file_host.served.values()) == [2] * 4
 
 
 def ended_against_a_hanging_gateway(

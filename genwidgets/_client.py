@@ -10,10 +10,12 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import errno
 import functools
 import itertools
 import logging
 import os
+import sqlite3
 import threading
 import time
 import warnings
@@ -55,7 +57,7 @@ from .jobs.engine import (
 )
 from .jobs.fanout import STOP_WAIT, Leaving, run_each
 from .jobs.job import Job, Recorder
-from .jobs.ledger import FINISHED, Ledger, LedgerRow, left_to_other_kernels
+from .jobs.ledger import FINISHED, LEDGER_FILE_NAME, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
 from .jobs.planning import PLANNER
 from .jobs.polling import PollPolicy, Schedule
@@ -573,14 +575,48 @@ class Client:
         try:
             return Ledger()
         except (LedgerError, OSError) as exc:
-            warnings.warn(
-                f"genwidgets: the task ledger is off ({_config.redact(str(exc))}); tasks will "
-                "not survive a kernel restart (their outputs are still saved). If the "
-                f"folder cannot be written, set {_config.ENV_HOME} to one that can.",
-                LedgerWarning,
-                stacklevel=3,
-            )
+            warnings.warn(Client._ledger_off(exc), LedgerWarning, stacklevel=3)
             return None
+
+    @staticmethod
+    def _ledger_off(exc: BaseException) -> str:
+        """Why the ledger is off, said from what the home is: a file, a folder at the
+        ledger's name, a full disk, a folder that cannot be written (outputs cannot be
+        saved either, but for a folder at the ledger's name), and the fix; an error of
+        the ledger's own (a newer schema) already says its fix
+        (docs/decisions.md#ledger-off)."""
+        where, env = _config.home(), _config.ENV_HOME
+        said = _config.redact(str(exc))
+        cause = exc.__cause__ if isinstance(exc, LedgerError) else exc
+        above = next((p for p in where.parents if p.exists()), where)
+        anew = f"Set {env} to a folder you can write."
+        full = getattr(cause, "errno", None) == errno.ENOSPC
+        if where.exists() and not where.is_dir():
+            home_is, fix = "a file, not a folder", anew
+        elif not where.exists() and not above.is_dir():
+            home_is, fix = f"under the file {above}", anew
+        elif full or (getattr(cause, "sqlite_errorcode", 0) or 0) & 0xFF == 13:  # SQLITE_FULL
+            home_is = f"on a full disk ({said})"
+            fix = f"Free some space, or set {env} to a folder on another disk."
+        elif not os.access(where if where.exists() else above, os.W_OK):
+            home_is, fix = f"not writable ({said})", anew
+        else:  # the home is fine: the ledger file is not, and outputs are still saved
+            ledger = where / LEDGER_FILE_NAME
+            if ledger.is_dir():
+                said = f"{ledger} is a folder, where the ledger file goes"
+                fix = f" Move that folder away (a new ledger starts there), or set {env} elsewhere."
+            elif isinstance(exc, LedgerError) and not isinstance(cause, (sqlite3.Error, OSError)):
+                fix = ""  # the ledger's own words (a newer schema version) say what to do
+            else:
+                fix = f" If the ledger file cannot be written, set {env} to a folder that can."
+            return (
+                f"genwidgets: the task ledger is off ({said}); tasks will not survive a "
+                f"kernel restart (their outputs are still saved).{fix}"
+            )
+        return (
+            f"genwidgets: the task ledger is off and no output can be saved: {env} "
+            f"({where}) is {home_is}; tasks will not survive a kernel restart. {fix}"
+        )
 
     def __repr__(self) -> str:
         shown = _config.hide_userinfo(self.base_url)

@@ -39,6 +39,7 @@ from .jobs.downloads import extension_for, safe_name
 from .jobs.job import Job, copies_pending_words, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
+from .jobs.ledger.rows import copy_gone
 from .jobs.recorder import GONE
 from .lab.batch_cli import (
     EXIT_INTERRUPTED,
@@ -158,7 +159,10 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
         "error": row.error,
         # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
-        "files": [o.get("path") for o in row.outputs if o.get("path")],
+        # the local copies on disk; those recorded and removed since, apart (resume and
+        # result copy them again while their URL lives)
+        "files": [o["path"] for o in row.outputs if o.get("path") and not copy_gone(o)],
+        "files_missing": [o["path"] for o in row.outputs if copy_gone(o)],
         # outputs with no local copy yet, which resume copies; and those given up, why
         "copies_pending": row.copies_pending,
         "copies_given_up": {str(i): why for i, why in row.copies_given_up.items()},
@@ -167,9 +171,10 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
 
 
 def _copies_in_words(record: dict[str, Any]) -> str:
-    """``, 2 copies pending (genwidgets resume copies them)``: a history line's outputs
-    with no local copy, in words (docs/decisions.md#copies-pending)."""
-    said = ""
+    """``, 2 local file(s) missing, 2 copies pending (genwidgets resume copies them)``: a
+    history line's outputs with no local copy, in words (docs/decisions.md#copies-pending)."""
+    missing = len(record["files_missing"])
+    said = f", {missing} local file(s) missing" if missing else ""
     pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
     if pending:
         who = "a client of the key that made it copies them"
@@ -246,6 +251,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         recorded = job.result(timeout=args.wait or client.timeout)
         if job.copies_pending and not args.json:  # the JSON says copies_pending
             n = copies_pending_words(job.copies_pending)
+            n += " (local files removed since)" if row.copies_gone else ""
             why = "not copied within the wait; ask again later"
             if job.copying is None and row.made_with_another_key(client.key_fingerprint):
                 why = "a client of the key that made this task copies them"
@@ -361,7 +367,14 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records))
     elif not records:
-        print("nothing to resume: no unfinished task in the ledger")
+        # tasks left to a live process or another key were said above: not "none"
+        left = client.ledger.rows(client.gateway_name, status="unfinished") if client.ledger else []
+        said = f"the ledger's {len(left)} unfinished task(s) were left to others (said above)"
+        print(
+            f"nothing resumed: {said}"
+            if left
+            else "nothing to resume: no unfinished task in the ledger"
+        )
     return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
 
 

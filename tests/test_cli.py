@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -204,7 +205,7 @@ def test_with_json_every_error_is_one_json_object_on_stdout(
     assert main(["history", "--json"]) == 1
     said = capsys.readouterr()  # the ledger's warning: one line on stderr, beside the JSON
     assert json.loads(said.out) == {"error": "the ledger is off", "command": "history"}
-    assert said.err.startswith("genwidgets history: warning: the task ledger is off (")
+    assert said.err.startswith("genwidgets history: warning: the task ledger is off and no ")
     assert main(["history"]) == 1  # without --json: text on stderr, as before
     said = capsys.readouterr()
     assert said.out == "" and said.err.splitlines()[-1] == "genwidgets history: the ledger is off"
@@ -485,6 +486,41 @@ def test_history_says_copies_pending_and_result_copies_them(
     assert file_host.creates == 1 and sorted(file_host.served.values()) == [1, 1]
 
 
+def test_removed_local_copies_are_said_missing_and_copied_again_by_result_and_resume(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The user removed the home's outputs (to free space): history says the local files
+    are missing (its JSON lists only files on disk), and ``result`` and ``resume`` copy
+    them again from their URLs, creating nothing (docs/decisions.md#copies-pending)."""
+    home = Path(os.environ["GENWIDGETS_HOME"])
+    rids = []
+    with genwidgets.Client() as made:
+        for _ in range(2):
+            job = made.submit("ep", {"prompt": "x"}, validate=False)
+            assert all(o.path is not None for o in job.result(timeout=30).outputs)
+            rids.append(job.request_id)
+    shutil.rmtree(home / "outputs")
+    assert main(["history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(" 2 file(s)" not in line for line in lines)
+    assert all(", 2 local file(s) missing, 2 copies pending (" in line for line in lines)
+    assert main(["history", "--json"]) == 0
+    rows = json_out(capsys)
+    assert [(len(r["files"]), len(r["files_missing"]), r["copies_pending"]) for r in rows] == [
+        (0, 2, [0, 1])
+    ] * 2
+    assert main(["result", rids[0], "--json"]) == 0  # copied again, not its URLs
+    found = json_out(capsys)
+    assert len(found["files"]) == 2 and all(Path(name).is_file() for name in found["files"])
+    assert main(["resume", "--json"]) == 0  # the other one
+    [record] = json_out(capsys)
+    assert record["request_id"] == rids[1] and len(record["files"]) == 2
+    assert all(Path(name).is_file() for name in record["files"])
+    assert main(["history", "--json"]) == 0
+    assert [(len(r["files"]), r["files_missing"]) for r in json_out(capsys)] == [(2, [])] * 2
+    assert file_host.creates == 2 and sorted(file_host.served.values()) == [2] * 4
+
+
 def ended_against_a_hanging_gateway(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
 ) -> list[int]:
@@ -650,6 +686,30 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
     assert main(["resume", "--wait", "1"]) == 1  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
+
+
+def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process polls the ledger's one unfinished task: ``resume`` names the
+    command's flag (``--force``), not only ``resume(force=True)``, and does not go on to
+    say the ledger holds no unfinished task."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-live")
+    try:
+        with genwidgets.Client() as kernel:  # open: it holds the task's lease
+            kernel.submit("ep", {"prompt": "a heron"}, validate=False)
+            assert kernel.ledger is not None and kernel.ledger.flush(30)
+            assert main(["resume", "--wait", "0"]) == 0
+            said = capsys.readouterr()
+        assert "genwidgets resume --force" in said.err
+        assert said.out == (
+            "nothing resumed: the ledger's 1 unfinished task(s) were left to others (said above)\n"
+        )
+    finally:
+        gateway.close()
 
 
 def _embedded_env(tmp_path: Path) -> dict[str, str]:

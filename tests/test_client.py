@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import errno
 import json
 import signal
+import sqlite3
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -1117,6 +1120,70 @@ def test_outputs_are_saved_though_the_ledger_cannot_be_opened(
         assert home / "outputs" in output.path.parents
     finally:
         client.close()
+
+
+def _home_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home.write_text("")
+
+
+def _home_under_a_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home.write_text("")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home / "sub"))
+
+
+def _folder_at_the_ledger(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (home / "ledger.sqlite3").mkdir(parents=True)
+
+
+def _newer_ledger(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Ledger(home / "ledger.sqlite3"):
+        pass
+    with sqlite3.connect(home / "ledger.sqlite3") as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+
+
+def _full_disk(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Full(Ledger):
+        def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    home.mkdir()
+    monkeypatch.setattr(client_module, "Ledger", Full)
+
+
+@pytest.mark.parametrize(
+    ("make", "said", "saved"),
+    [
+        (_home_file, "no output can be saved: GENWIDGETS_HOME ({home}) is a file", False),
+        (_home_under_a_file, "GENWIDGETS_HOME ({home}/sub) is under the file {home}; ", False),
+        (_folder_at_the_ledger, "({home}/ledger.sqlite3 is a folder, where the ledger", True),
+        (_newer_ledger, "; upgrade genwidgets, or set GENWIDGETS_HOME to another directory", True),
+        (_full_disk, "no output can be saved: GENWIDGETS_HOME ({home}) is on a full disk", False),
+    ],
+    ids=["home-file", "under-a-file", "ledger-folder", "newer-schema", "full-disk"],
+)
+def test_a_ledger_that_cannot_open_is_said_with_what_is_wrong_and_the_fix(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make: Callable[[Path, pytest.MonkeyPatch], None],
+    said: str,
+    saved: bool,
+) -> None:
+    """The home a file (or under one), its disk full: no output can be saved either,
+    and the fix is another home; a folder at the ledger's name: moved away; a newer
+    schema: the ledger's own words, with no folder advice appended. It said "[Errno 17]
+    File exists ... (their outputs are still saved)" while none was saved."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    make(home, monkeypatch)
+    with pytest.warns(gw.LedgerWarning) as caught:
+        client = gw.Client("http://127.0.0.1:9", "sk-123456")
+    client.close()
+    assert client.ledger is None
+    [text] = [str(w.message) for w in caught if isinstance(w.message, gw.LedgerWarning)]
+    assert said.format(home=home) in text, text
+    assert ("outputs are still saved" in text) is saved, text
+    assert "If the" not in text, text  # no folder advice beside the fix said
 
 
 def test_a_client_used_in_a_forked_child_says_to_make_one_there() -> None:

@@ -283,6 +283,8 @@ def run_batch(
             batch.submit()
         except PayloadError as exc:
             return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=batch.id)
+        except GenwidgetsError as exc:  # the ledger held by another process: its advice said
+            return error(f"not sent: {exc}", EXIT_NOT_DONE, exc=exc, id=batch.id)
         if retried:
             batch.retry_failed()
         try:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._config import normal_base_url, redact, shown_path
 from ..errors import LedgerError, PayloadError
 from ..jobs.ledger import Ledger
+from ..jobs.ledger.writer import is_busy
 from .budget import over_cap
 from .problems import problem
 
@@ -391,7 +392,16 @@ class BatchStore:
             )
             return None
 
-        return self._write(write)
+        try:
+            return self._write(write)
+        except LedgerError as exc:  # a backup, an sqlite3 shell: the same call works later
+            if exc.__cause__ is None or not is_busy(exc.__cause__):
+                raise
+            raise LedgerError(
+                f"another process (a backup, an sqlite3 shell, another genwidgets) holds "
+                f"the ledger {self.path} past the wait for it; nothing was sent: run it "
+                "again once it frees"
+            ) from exc
 
     def summary(self, batch_id: str) -> BatchRecord | None:
         found = self._records(self._read(_BATCHES + " WHERE id = ?", (batch_id,)))

@@ -709,6 +709,7 @@ def test_a_failed_copy_never_replaces_a_path_recorded(ledger: Ledger, tmp_path: 
     path the other recorded, nor give the copy up (R7)."""
     finished(ledger, "req-c")
     saved = tmp_path / "0.png"
+    saved.write_bytes(b"x")
     ledger.writes.record_output_path(GATEWAY, "req-c", 0, saved, sha256="0" * 64, size=1)
     ledger.writes.record_output_path(GATEWAY, "req-c", 0, None, error="HTTP 410", expired=True)
     row = ledger.get(GATEWAY, "req-c")
@@ -733,23 +734,33 @@ def test_failed_copies_count_one_try_per_interval(ledger: Ledger, clock: Clock) 
 
 
 def test_copies_pending_are_read_from_the_newest_row_of_each_task_alone(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The SQL picks the rows: those given up, copied, or older rows of a task are never
     read (R6: every finished row was parsed on each resume; R8: an older duplicate row
-    was copied again and again, its copies recorded on the newest)."""
+    was copied again and again, its copies recorded on the newest). Of the rows whose
+    copies are recorded, only the paths are read: a row is made of those gone alone."""
     finished(ledger, "req-p")
     finished(ledger, "req-done")
     for index in (0, 1):
         ledger.writes.record_output_path(GATEWAY, "req-done", index, None, error="x", expired=True)
     finished(ledger, "req-dup")
     finished(ledger, "req-dup")  # a second row of one task (created twice by a tool)
-    for index in (0, 1):
-        ledger.writes.record_output_path(GATEWAY, "req-dup", index, Path(f"/tmp/{index}.png"))
+    finished(ledger, "req-gone")
+    for name in ("req-dup", "req-gone"):
+        for index in (0, 1):
+            saved = tmp_path / f"{name}-{index}.png"
+            saved.write_bytes(b"x")
+            ledger.writes.record_output_path(GATEWAY, name, index, saved)
+    (tmp_path / "req-gone-1.png").unlink()  # removed by the user since
     made = []
     monkeypatch.setattr(ledger_store, "LedgerRow", lambda **f: made.append(f) or LedgerRow(**f))
-    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == ["req-p"]
-    assert len(made) == 1
+    found = ledger.with_copies_pending(GATEWAY)
+    assert [(r.request_id, r.copies_pending) for r in found] == [
+        ("req-gone", [1]),
+        ("req-p", [0, 1]),
+    ]
+    assert len(made) == 2
 
 
 def test_copies_pending_of_a_task_a_live_kernel_holds_are_left_to_it(tmp_path: Path) -> None:
@@ -777,7 +788,7 @@ def test_inline_content_is_copied_only_when_stored_as_sent(ledger: Ledger) -> No
 
 
 def test_without_sqlites_json_functions_the_rows_rule_chooses_the_same_rows(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """An SQLite built without JSON (before 3.38 it was an option): the rows lacking a
     path are read and ``LedgerRow.copies_pending`` chooses, as the SQL would."""
@@ -785,9 +796,12 @@ def test_without_sqlites_json_functions_the_rows_rule_chooses_the_same_rows(
     finished(ledger, "req-given-up")
     for index in (0, 1):
         ledger.writes.record_output_path(GATEWAY, "req-given-up", index, None, expired=True)
+    finished(ledger, "req-gone")
+    ledger.writes.record_output_path(GATEWAY, "req-gone", 0, tmp_path / "removed.png")
     chosen = [r.request_id for r in ledger.with_copies_pending(GATEWAY)]
     monkeypatch.setattr(ledger_store, "_COPIES_PENDING_WHERE", "")
-    assert [r.request_id for r in ledger.with_copies_pending(GATEWAY)] == chosen == ["req-p"]
+    found = [r.request_id for r in ledger.with_copies_pending(GATEWAY)]
+    assert found == chosen == ["req-gone", "req-p"]
 
 
 @pytest.mark.parametrize("in_sql", [True, False], ids=["sql", "python"])

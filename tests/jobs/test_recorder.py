@@ -439,6 +439,38 @@ def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_complet
     later.close()
 
 
+def test_a_removed_copy_is_copied_again_by_resume_and_given_up_once_its_url_expired(
+    host: tuple[FileHost, str],
+) -> None:
+    """The user removed a task's local files: resume copies them again (nothing created);
+    removed again with the URLs expired, the copy is given up, not tried at every resume
+    (a failure used to be kept out by the path still recorded)."""
+    files, base = host
+    client, rid = finished_without_copies(base, saved=2)
+    row = client.ledger.get(client.gateway_name, rid)
+    assert row is not None and row.copies_pending == []
+    for output in row.outputs:
+        Path(output["path"]).unlink()
+    later = gw.Client(base, KEY)
+    [job] = later.resume()
+    copied(base, job.result(timeout=30))
+    for output in job.result().outputs:
+        assert output.path is not None
+        output.path.unlink()
+    files.answer = 410
+    again = gw.Client(base, KEY)
+    [job] = again.resume()
+    assert job.result(timeout=30).ok
+    asked = files.asked
+    row = again.ledger.get(again.gateway_name, rid)
+    assert row is not None and row.copies_pending == [] and row.copies_gone == []
+    assert all(why.startswith("URL expired: ") for why in row.copies_given_up.values())
+    assert again.resume() == [] and files.asked == asked  # not tried again
+    assert files.creates == 1
+    for done in (later, again):
+        done.close()
+
+
 def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
     host: tuple[FileHost, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,7 +22,11 @@ import httpx
 import pytest
 from loopback import LoopbackServer, OneTaskGateway
 
+import genwidgets as gw
+from genwidgets import _client
 from genwidgets.cli import build_parser
+from genwidgets.errors import LedgerError
+from genwidgets.jobs.ledger import LEDGER_FILE_NAME, Ledger
 from genwidgets.lab.batch_cli import run_batch
 from genwidgets.lab.manifest import read_manifest
 from genwidgets.simulator import SimulatorServer
@@ -179,6 +184,42 @@ def test_with_json_a_refusal_is_one_json_object_on_stdout(
     code, out, err = run([*common, "--out", str(tmp_path / "o")], stdin=Terminal("n\n"))
     assert code == 2 and json.loads(out)["error"] == "not confirmed, nothing sent"
     assert "Send 2 row(s)? [y/N]" in err  # the question beside stdout's JSON, not in it
+    assert stats(gateway_env)["create"] == 0
+
+
+def test_a_ledger_another_process_holds_sends_nothing_and_says_to_run_it_again(
+    gateway_env: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backup or an sqlite3 shell holding the ledger past the wait: the command's one
+    line (or --json object) and ``gw.batch``'s error say so and what to do, not a traceback."""
+
+    class Impatient(Ledger):  # the client's own ledger waits 0.2 s, not 5, for the file
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{"busy_timeout": 0.2, **kwargs})
+
+    monkeypatch.setattr(_client, "Ledger", Impatient)
+    path = Path(os.environ["GENWIDGETS_HOME"]) / LEDGER_FILE_NAME
+    with Ledger(path):
+        pass  # the file made, as by any earlier command
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--out", str(tmp_path / "o"), "--yes"]
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        code, out, err = run(common)
+        assert code == 1 and err.count("\n") == 1, err
+        assert err.startswith("genwidgets batch: not sent: another process ")
+        assert f"holds the ledger {path}" in err and "run it again once it frees" in err
+        code, out, err = run([*common, "--json"])
+        found = json.loads(out)
+        assert code == 1 and err == "" and found["error_type"] == "LedgerError"
+        assert found["error"].startswith("not sent: another process ")
+        with gw.Client() as client, pytest.raises(LedgerError) as caught:
+            gw.batch(T2I, [{"prompt": "a"}], out=tmp_path / "p", client=client)
+        assert "nothing was sent: run it again once it frees" in str(caught.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
     assert stats(gateway_env)["create"] == 0
 
 

@@ -88,8 +88,9 @@ def left_to_other_kernels(count: int, stacklevel: int = 4) -> None:
     """One warning: ``count`` unfinished tasks were left to the live kernel polling them
     (``stacklevel`` points at the user's call of ``history()`` or ``resume()``)."""
     warnings.warn(
-        f"genwidgets: {count} unfinished task(s) are being polled by another live kernel "
-        "and were left to it; resume(force=True) takes them anyway.",
+        f"genwidgets: {count} unfinished task(s) are being polled by another live process "
+        "(a kernel, a command) and were left to it; resume(force=True), or the command "
+        "genwidgets resume --force, takes them anyway.",
         LedgerWarning,
         stacklevel=stacklevel,
     )

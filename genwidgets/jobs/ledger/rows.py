@@ -17,6 +17,7 @@ to done between two polls has no ``running_at``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -51,6 +52,7 @@ __all__ = [
     "SUBMITTING",
     "UNFINISHED",
     "LedgerRow",
+    "copy_gone",
     "restored_result",
 ]
 
@@ -157,16 +159,24 @@ class LedgerRow:
 
     @property
     def copies_pending(self) -> list[int]:
-        """Indexes of the outputs of a finished task that have no local copy yet and are
-        still to be copied (their download failed, or never ran: the kernel died first);
-        ``resume()`` and ``result()`` copy them (docs/decisions.md#copies-pending)."""
+        """Indexes of the outputs of a finished task that have no local copy and are
+        still to be copied (their download failed, or never ran: the kernel died first;
+        or the file recorded is gone: :attr:`copies_gone`); ``resume()`` and ``result()``
+        copy them (docs/decisions.md#copies-pending)."""
         if self.state != FINISHED or self.request_id is None:
             return []
         return [
             int_or_none(o.get("index"), minimum=0) or 0
             for o in self.outputs
-            if not o.get("path") and not o.get(COPY_GIVEN_UP) and _copyable(o)
+            if (not o.get("path") or copy_gone(o)) and not o.get(COPY_GIVEN_UP) and _copyable(o)
         ]
+
+    @property
+    def copies_gone(self) -> list[int]:
+        """Indexes of the outputs whose local copy was recorded and is no longer there
+        (removed to free space, the home moved): copied again while their source lives
+        (docs/decisions.md#copies-pending)."""
+        return [int_or_none(o.get("index"), minimum=0) or 0 for o in self.outputs if copy_gone(o)]
 
     @property
     def copies_given_up(self) -> dict[int, str]:
@@ -225,6 +235,13 @@ class LedgerRow:
             source=source,
             base_url=self.gateway,  # an old row's relative URL: the gateway's, never a page's
         )
+
+
+def copy_gone(record: Mapping[str, Any]) -> bool:
+    """Whether the local copy an output record names is no longer on disk. A file
+    changed since (edited, its type learned) is still the user's copy: never replaced."""
+    path = record.get("path")
+    return isinstance(path, str) and bool(path) and not os.path.exists(path)  # fast: many
 
 
 def _copyable(record: Mapping[str, Any]) -> bool:

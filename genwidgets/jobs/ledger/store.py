@@ -37,6 +37,7 @@ from .rows import (
     SUBMITTING,
     UNFINISHED,
     LedgerRow,
+    copy_gone,
 )
 from .writer import Note, WriteQueue
 from .writes import LedgerWrites
@@ -65,7 +66,7 @@ def _has_json_sql() -> bool:
 
 #: the SQL that chooses rows with copies pending, or none (see :func:`_has_json_sql`)
 _COPIES_PENDING_WHERE = f" AND {COPIES_PENDING_SQL}" if _has_json_sql() else ""
-#: tags asked in one query (SQLite's limit on variables is 32,766)
+#: tags (or row ids) asked in one query (SQLite's limit on variables is 32,766)
 TAGS_PER_QUERY = 500
 log = logging.getLogger("genwidgets")
 
@@ -411,18 +412,41 @@ class Ledger:
         where = (
             f"gateway = ? AND state = ? AND request_id IS NOT NULL AND {NOT_ANOTHER_KEYS} "
             "AND id = (SELECT max(id) FROM tasks AS newer WHERE newer.gateway = tasks.gateway "
-            f"AND newer.request_id = tasks.request_id) AND outputs LIKE ?{_COPIES_PENDING_WHERE}"
+            "AND newer.request_id = tasks.request_id)"
         )
-        # LIKE first: cheap, and every row written has this text where a path is missing
-        params: tuple[Any, ...] = (gateway, FINISHED, fingerprint, fingerprint, '%"path": null%')
+        params: tuple[Any, ...] = (gateway, FINISHED, fingerprint, fingerprint)
         if request_id is not None:
             where += " AND request_id = ?"
             params += (request_id,)
         if others:
             where += f" AND (owner IS NULL OR owner NOT IN ({', '.join('?' * len(others))}))"
             params += tuple(others)
-        found = self._select(f"{where} ORDER BY id DESC", params)
-        return [row for row in found if row.copies_pending]
+        # LIKE first: cheap, and every row written has this text where a path is missing
+        found = self._select(
+            f"{where} AND outputs LIKE ?{_COPIES_PENDING_WHERE}", (*params, '%"path": null%')
+        )
+        gone = sorted(set(self._copies_gone(where, params)) - {row.id for row in found})
+        for start in range(0, len(gone), TAGS_PER_QUERY):  # the whole outputs folder removed
+            some = tuple(gone[start : start + TAGS_PER_QUERY])
+            found += self._select(f"id IN ({', '.join('?' * len(some))})", some, wait=False)
+        return sorted((row for row in found if row.copies_pending), key=lambda row: -row.id)
+
+    def _copies_gone(self, where: str, params: tuple[Any, ...]) -> list[int]:
+        """The ids of the rows of ``where`` a local copy recorded of is gone from disk
+        (``copy_gone``): only the paths are read (an output's whole record is parsed for
+        those rows only); without SQLite's JSON functions, the rows holding a path."""
+        self.flush()
+        if not _COPIES_PENDING_WHERE:
+            rows = self._select(f"{where} AND outputs LIKE ?", (*params, '%"path": "%'))
+            return [row.id for row in rows if row.copies_gone]
+        paths = self._file.read(
+            "SELECT t.id, p.value FROM (SELECT id, outputs FROM tasks WHERE "
+            f"{where} AND json_valid(outputs)) AS t, json_each(t.outputs) AS o, "
+            "json_each(o.value) AS p WHERE o.type = 'object' AND p.key = 'path' "
+            "AND p.type = 'text'",
+            params,
+        )
+        return [row_id for row_id, path in paths if copy_gone({"path": path})]
 
     def tagged(self, tags: Sequence[str]) -> list[LedgerRow]:
         """The rows whose intent was written with one of ``tags`` (what each create was

@@ -38,6 +38,7 @@ from .rows import (
     OUTCOME_UNKNOWN,
     SUBMITTED,
     SUBMITTING,
+    copy_gone,
 )
 from .scrub import error_text, output_record, scrub_payload
 from .writer import WriteQueue
@@ -534,7 +535,7 @@ class LedgerWrites:
             row_id, outputs = found
             for record in outputs:
                 if record.get("index") == index:
-                    if local is None and record.get("path"):
+                    if local is None and record.get("path") and not copy_gone(record):
                         return True  # copied meanwhile (another copier): kept
                     record.update(kept)
                     break

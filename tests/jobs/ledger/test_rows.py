@@ -182,10 +182,15 @@ def test_a_row_edited_to_point_at_a_private_picture_shows_the_gateways_output(
     assert "holiday.png" not in html
 
 
-def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_copy() -> None:
-    """docs/decisions.md#copies-pending: an output with no copy, a source kept whole and no
-    reason to give up is a copy pending; a copy given up says why."""
+def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_copy(
+    tmp_path: Path,
+) -> None:
+    """docs/decisions.md#copies-pending: an output with no copy (none recorded, or the file
+    recorded removed since), a source kept whole and no reason to give up is a copy
+    pending; a copy given up says why. A file on disk, even edited, is never pending."""
     digest = "0" * 64
+    kept = tmp_path / "1.png"
+    kept.write_bytes(b"edited since")
     row = LedgerRow(
         id=1,
         gateway="g",
@@ -203,14 +208,15 @@ def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_
         error_type=None,
         outputs=[
             {"index": 0, "url": "https://cdn.example/0.png", "path": None},
-            {"index": 1, "url": "https://cdn.example/1.png", "path": "/home/outputs/1.png"},
+            {"index": 1, "url": "https://cdn.example/1.png", "path": str(kept)},
             {"index": 2, "url": "https://cdn.example/2.png", "path": None, "copy_given_up": "410"},
             {"index": 3, "content": f"<base64 sha256={digest} bytes=9>", "path": None},
             {"index": 4, "content": '{"Id": "x"}', "path": None, "content_whole": True},
             {"index": 5, "url": f"<data:image/png;base64 sha256={digest} bytes=9>", "path": None},
             {"index": 6, "content": f'{{"b": "<base64 sha256={digest} bytes=9>"}}', "path": None},
+            {"index": 7, "url": "https://cdn.example/7.png", "path": str(tmp_path / "7.png")},
         ],
     )
-    assert row.copies_pending == [0, 4]
+    assert row.copies_pending == [0, 4, 7] and row.copies_gone == [7]
     assert row.copies_given_up == {2: "410"}
     assert dataclasses.replace(row, state=SUBMITTED).copies_pending == []

@@ -633,9 +633,11 @@ class Job:
                         try:
                             answer = await self._poll_result_address()
                         except RequestNotFound as exc:
-                            failures, rate_limited_since, result_not_found = 0, None, exc
+                            rate_limited_since, result_not_found = None, exc
                             continue
-                        failures, rate_limited_since = 0, None  # any answer ends the stretches
+                        rate_limited_since = None  # any answer ends a stretch of rate limits
+                        if answer is not None:  # a status or the result: progress
+                            failures = 0
                         if isinstance(answer, Result):
                             result = answer
                         elif answer is None or not answer.done:
@@ -688,8 +690,10 @@ class Job:
                 log.exception("genwidgets: polling %s failed", self.request_id)
                 self._finish(exc)
                 return
-            if result is None:  # COMPLETED but the result address still says 202: an answer
-                failures, rate_limited_since = 0, None
+            if result is None:  # COMPLETED but the result address still says 202: an
+                # answer, which ends a stretch of rate limits, but no progress: a result
+                # address flapping 5xx / 202 ends the job at the failure limit
+                rate_limited_since = None
                 continue
             try:
                 if self._recorder is not None:

@@ -17,6 +17,7 @@ import logging
 import random
 import re
 import time
+import urllib.parse
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -92,8 +93,13 @@ NOT_FOUND_GRACE_S = 3.0
 _TASK_UNKNOWN = (
     r"(?:the )?(?:request|prediction|task|job)(?:[ _]id)?(?: {id})? (?:was )?not found(?::? {id})?"
 )
-#: a task's follow-up address, its id the task asked about
-_TASK_ADDRESS = re.compile(r"/requests/([^/]+)/(?:status|response|cancel)/?$")
+#: a task's follow-up address as sent (percent-encoded: an id with a ``/`` is one
+#: segment), its id the task asked about
+_TASK_ADDRESS = re.compile(r"/requests/([^/?]+)/(?:status|response|cancel)/?(?:\?.*)?$")
+#: how many items of an ``errors`` or ``detail`` list are read for the words
+_LISTED_ERRORS = 3
+#: the keys of such an item that may hold them (a JSON:API error's ``title`` too)
+_ITEM_TEXT_KEYS = ("title", *ERROR_TEXT_KEYS)
 #: the same word as an error code (``REQUEST_NOT_FOUND``); a bare ``NOT_FOUND`` is a route's
 _TASK_UNKNOWN_CODE = re.compile(r"(?:request|prediction|task|job)_not_found", re.IGNORECASE)
 
@@ -104,6 +110,21 @@ def _says_task_unknown(text: str, request_id: str | None) -> bool:
     said = " ".join(text.lower().split()).rstrip(".!")
     own = re.escape(request_id.lower()) if request_id else "(?!)"  # (?!): no id matches
     return re.fullmatch(_TASK_UNKNOWN.format(id=f"['\"`]?{own}['\"`]?"), said) is not None
+
+
+def _listed_texts(value: object) -> list[str]:
+    """The texts of the first items of an error list (``{"errors": [{"title": ...}]}``,
+    JSON:API and GraphQL; ``{"detail": [{"msg": ...}]}``, FastAPI): a string item, or
+    an object's string values under :data:`_ITEM_TEXT_KEYS`."""
+    if not isinstance(value, list):
+        return []
+    texts: list[str] = []
+    for item in value[:_LISTED_ERRORS]:
+        if isinstance(item, Mapping):
+            texts.extend(t for k in _ITEM_TEXT_KEYS if isinstance(t := item.get(k), str))
+        elif isinstance(item, str):
+            texts.append(item)
+    return texts
 
 
 def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
@@ -151,8 +172,9 @@ def error_from_response(
     """Map an error answer to its class: body first, HTTP status second."""
     answer = response if isinstance(response, Answer) else Answer.of(response)
     # the task asked about (the caller's, or its address's): only its id in the words says gone
-    asked = _TASK_ADDRESS.search(answer.url.path) if answer.url is not None else None
-    asked_for = request_id or (asked[1] if asked else None)
+    raw_path = answer.url.raw_path.decode("ascii", "replace") if answer.url is not None else ""
+    asked = _TASK_ADDRESS.search(raw_path)
+    asked_for = request_id or (urllib.parse.unquote(asked[1]) if asked else None)
     body = answer.json()
     code = message = detail = title = None
     if isinstance(body, Mapping):
@@ -184,11 +206,18 @@ def error_from_response(
         status_code=status, code=code, detail=detail, request_id=request_id, endpoint=endpoint
     )
     lowered = (detail or "").lower()
-    # the detail, the message (an error's or the body's own), a problem's title or a
-    # plain-text body says it
+    # the detail, the message (an error's or the body's own), a problem's title, a
+    # plain-text body, or an item of an errors or detail list says it
     top = body.get("message") if isinstance(body, Mapping) else None
+    listed = (
+        _listed_texts(body.get("errors")) + _listed_texts(body.get("detail"))
+        if isinstance(body, Mapping)
+        else []
+    )
     texts = [
-        t for t in (detail, message, top, title, answer.plain_text()) if isinstance(t, str) and t
+        t
+        for t in (detail, message, top, title, answer.plain_text(), *listed)
+        if isinstance(t, str) and t
     ]
     said = "\n".join(texts).lower()
     path = answer.url.path if answer.url is not None else ""

@@ -719,6 +719,23 @@ def test_any_answer_of_the_gateway_ends_a_stretch_of_rate_limits(
     assert fake.count("create") == 1
 
 
+def test_a_result_address_flapping_5xx_and_202_after_the_task_ended_ends_at_the_failure_limit(
+    fake: FakeGateway,
+) -> None:
+    """A task COMPLETED whose result address answered 503, then 202 "not yet", again and
+    again, was polled for ever: every 202 cleared the count of failed fetches. Once the
+    task has ended a 202 is no progress, so the job ends at the failure limit."""
+    fake.next_statuses = [{"status": "COMPLETED"}]
+    flaps = [error(503, {"detail": "upstream unavailable"}), httpx.Response(202, json={})]
+    fake.faults["response"].extend(flaps * 10)  # then the result: the job ended ok before
+    client = gw.Client(BASE, KEY, transport=fake.transport(), max_retries=0)
+    with client, pytest.raises(gw.ServerError, match="503"):
+        submit(client).result(timeout=10)
+    limit = FAST_POLICY.failure_limit
+    assert fake.count("response") == 2 * limit - 1  # 503, 202, 503, 202, 503
+    assert fake.count("create") == 1
+
+
 def test_a_result_address_404_while_the_status_says_the_task_runs_is_asked_of_the_status(
     fake: FakeGateway, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:

@@ -22,7 +22,7 @@ from genwidgets.protocol import http
 from genwidgets.protocol.body import Answer
 from genwidgets.protocol.gate import GATE_CEILING
 from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
-from genwidgets.protocol.records import Handle
+from genwidgets.protocol.records import Handle, queue_url
 
 KEY = "sk-live-VERYSECRET-123"
 REAL_BACKOFF = http.backoff_delay  # captured before the fixture speeds it up
@@ -247,6 +247,45 @@ def test_without_the_tasks_id_only_the_bare_word_says_it_is_unknown() -> None:
     addressed = error(404, {"detail": "Request r9 not found"})
     addressed.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/response")
     assert type(http.error_from_response(addressed)) is errors.RequestNotFound
+
+
+def test_the_words_in_an_errors_or_detail_list_say_a_task_is_unknown() -> None:
+    """A gateway of the JSON:API or GraphQL shape (``{"errors": [{"title": ...}]}``) or
+    FastAPI's (``{"detail": [{"msg": ...}]}``) saying ``Request not found`` was not
+    believed: the job ended as contact lost and was followed again. The first items of
+    such a list are read, by the same rule as a ``detail``."""
+    gone = [
+        {"errors": [{"status": "404", "title": "Request not found"}]},
+        {"errors": [{"message": "Request r9 not found", "extensions": {"code": "X"}}]},
+        {"errors": ["Task not found"]},
+        {"detail": [{"loc": ["path", "request_id"], "msg": "Request not found"}]},
+        {"detail": [{"msg": "bad header"}, {"msg": "Request 'r9' not found"}]},
+    ]
+    not_said = [
+        {"errors": [{"title": "Result for request r9 not found"}]},
+        {"errors": [{"title": "Request v2 not found"}]},  # another task's id
+        {"errors": [{"title": "Not Found"}]},
+        {"detail": [{"msg": "Job output_0 not found"}]},
+        {"errors": [{"title": "x"}] * 3 + [{"title": "Request not found"}]},  # past the first
+    ]
+    for body in gone + not_said:
+        response = error(404, body)
+        response.request = httpx.Request("GET", f"{BASE}/v1/queue/ep/requests/r9/status")
+        exc = http.error_from_response(response, endpoint="ep")
+        expected = errors.RequestNotFound if body in gone else errors.GatewayError
+        assert type(exc) is expected, body
+
+
+def test_an_id_with_a_slash_is_read_from_the_address_as_sent() -> None:
+    """An id holding ``/`` is sent percent-encoded (``batch-7%2Fr1``, ``queue_url``); read
+    back from the decoded path it was ``r1``, so the class gateway did not believe
+    upstream's ``Request 'batch-7/r1' not found`` and kept a gone task."""
+    path = queue_url("", "ep", "batch-7/r1") + "/status"
+    assert "batch-7%2Fr1" in path
+    for said, gone in [("Request 'batch-7/r1' not found", True), ("Request r1 not found", False)]:
+        response = error(404, {"detail": said})
+        response.request = httpx.Request("GET", BASE + path)
+        assert http.says_task_unknown(Answer.of(response)) is gone, said
 
 
 def test_a_server_error_naming_a_missing_job_is_not_a_task_gone() -> None:

@@ -25,6 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+try:
+    import fcntl
+except ImportError:  # Windows: appenders are not serialised (a process's notes are one write)
+    fcntl = None  # type: ignore[assignment]
+
 from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
 from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
@@ -504,15 +509,35 @@ class LedgerFile:
 
     def keep_pending(self, notes: list[Note]) -> str:
         """Append ``notes`` to :attr:`pending_path`, synced (mode 0600: it holds
-        payloads); "" once on disk, else why not."""
+        payloads); "" once on disk, else why not. The file is left ending at a line's
+        end, so a later process's notes are never glued onto a torn line (and skipped):
+        an append that fails partway (a full disk) is cut back to the size before it,
+        and a line torn earlier (a process killed mid-append) is ended first."""
         try:
-            fd = os.open(self.pending_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with open(fd, "a", encoding="utf-8") as out:
-                out.write("".join(json.dumps(note) + "\n" for note in notes))
-                out.flush()
-                os.fsync(out.fileno())
+            data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
+            fd = os.open(self.pending_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         except (OSError, TypeError, ValueError) as exc:
             return str(exc)
+        try:
+            if fcntl is not None:  # two processes appending: one after the other
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - 1), os.SEEK_SET)
+            if size and os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+            try:
+                done = 0
+                while done < len(data):
+                    done += os.write(fd, data[done:])
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+        except OSError as exc:
+            return str(exc)
+        finally:
+            os.close(fd)  # releases the lock
         return ""
 
     def left_behind(self, notes: list[Note], unwritten: int) -> None:

@@ -961,6 +961,45 @@ def test_a_clients_history_under_a_lock_lists_its_own_jobs_of_this_session(
             client.ledger.close()
 
 
+@pytest.mark.timeout(120)
+def test_a_first_client_in_a_home_on_a_full_disk_lists_its_jobs_and_resumes_without_raising(
+    home: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    """A new home on a full disk: the file was made, its schema could not be written,
+    and history()/resume() raised "no such table: tasks" (review of ledgerfix). Now
+    they warn and list this session's jobs; the schema and rows follow once it can be
+    written. Portable: the schema's write meets the full disk here."""
+    from genwidgets.jobs.ledger import file
+
+    full = [True]
+    real = file.ensure_schema
+
+    def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
+        if full[0]:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(conn, path)
+
+    monkeypatch.setattr(file, "ensure_schema", ensure_schema)
+    sim = make_simulator()
+    with pytest.warns(LedgerWarning, match="cannot be written now"):
+        client = gw.Client(sim.base_url, DEMO_KEY)
+    try:
+        job = client.submit(ENDPOINT, {"Id": "asset-demo"})
+        assert job.result(timeout=60).ok
+        with pytest.warns(LedgerWarning, match="cannot be written now"):
+            assert [j.request_id for j in client.history()] == [job.request_id]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerWarning)
+            assert client.resume() == []  # its own job is finished: nothing to follow
+        full[0] = False
+        assert client.ledger is not None
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            assert client.ledger.flush(30)
+        assert [j.request_id for j in client.history()] == [job.request_id]  # once
+    finally:
+        client.close()
+
+
 @pytest.mark.timeout(90)
 def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_notes(
     gateway_env: SimulatorServer,

@@ -351,11 +351,15 @@ class LedgerFile:
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
-        :class:`LedgerError`."""
+        :class:`LedgerError`. A table missing while the file cannot be written is none
+        read: the schema is among the writes kept (a new home on a full disk), and the
+        reads say the rest (docs/decisions.md#ledger-behind)."""
         with self._lock:
             try:
                 return self._connection().execute(sql, params).fetchall()
             except sqlite3.Error as exc:
+                if self.unwritable is not None and "no such table" in str(exc):
+                    return []
                 raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
 
     @contextmanager

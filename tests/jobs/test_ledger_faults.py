@@ -464,6 +464,47 @@ def test_notes_cut_by_a_really_full_disk_leave_the_pending_file_at_a_lines_end(
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
+@pytest.mark.timeout(60)
+def test_a_full_disk_is_checked_for_damage_once_not_at_each_retry_of_a_kept_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each retry of a kept write (every second, at each write and flush) ran
+    ``PRAGMA quick_check`` twice, a read of the whole file, for as long as the disk
+    stayed full: 17% of a core on a 125 MB ledger (review of ledgerfix)."""
+    from genwidgets.jobs.ledger import file
+
+    checks = [0]
+    real = file.quick_check
+
+    def counted(conn: sqlite3.Connection) -> str:
+        checks[0] += 1
+        return real(conn)
+
+    monkeypatch.setattr(file, "quick_check", counted)
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led:
+        with disk_full_for_the_ledger(monkeypatch) as full, warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerWarning)
+            checks[0] = 0
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+            assert not led.flush(30)
+            assert checks[0] == 1  # when the fault appears
+            led.writes.record_handle(row, handle("during"))  # a new write: tried at once
+            for _ in range(5):  # each flush waits for one more try of the kept write
+                assert not led.flush(30)
+            assert checks[0] == 1  # the retries check nothing
+            full[0] = False
+            assert led.flush(30)
+            full[0] = True  # a later fault is checked when it appears
+            status = Status.from_body(
+                {"status": "IN_QUEUE"}, endpoint=ENDPOINT, request_id="during"
+            )
+            led.writes.record_status(GATEWAY, "during", status)
+            assert not led.flush(30)
+            assert checks[0] == 2
+            full[0] = False
+            assert led.flush(30)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 @pytest.mark.timeout(60)
 def test_a_really_full_disk_keeps_a_tasks_writes_until_space_comes_back(tmp_path: Path) -> None:

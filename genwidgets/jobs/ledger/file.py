@@ -258,6 +258,10 @@ class LedgerFile:
         #: writes given up because the file failed them for another reason than a busy
         #: file or a disk fault
         self.dropped = 0
+        #: the file was checked for damage when the disk fault keeping writes appeared:
+        #: the retries until it is written again do not check it again (each check reads
+        #: the whole file, every second while a disk stays full)
+        self._checked_at_fault = False
         self._notices: list[str] = []
         self._notices_lock = threading.Lock()
         #: (st_dev, st_ino) of the file the writer opened, and when the path was checked
@@ -402,7 +406,7 @@ class LedgerFile:
     def _open_checked(self) -> sqlite3.Connection:
         conn = self._connect()
         try:
-            problem = quick_check(conn)
+            problem = "" if self._checked_at_fault else quick_check(conn)
             if problem:
                 raise LedgerError(
                     f"{self.path} is damaged (integrity check: {problem})", replaceable=True
@@ -634,13 +638,15 @@ class LedgerFile:
         A damaged file (the error says so, or ``PRAGMA quick_check`` finds a
         problem) is moved aside and the write retried in a fresh file; a file
         that cannot be written is said once (a :class:`LedgerWarning`) and the
-        write given up.
+        write given up, or kept on a disk fault (checked when it appears, not at
+        each retry).
         """
-        problem = damage(exc) or self._check_file()
+        problem = damage(exc) or ("" if self._checked_at_fault else self._check_file())
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
         if is_disk_fault(exc):  # as a lock held elsewhere: kept in order, tried again
+            self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
                 self._notice(
@@ -653,6 +659,7 @@ class LedgerFile:
                     "genwidgets to record, and each created task is named in a warning."
                 )
             return "keep"
+        self._checked_at_fault = False  # another fault: the next is checked again
         self.dropped += 1
         if self.unwritable is None:
             self.unwritable = redact(str(exc))
@@ -668,6 +675,7 @@ class LedgerFile:
     def recovered(self) -> None:
         """The writes kept while the file could not be written reached it (writer thread):
         said, since a warning said they were kept."""
+        self._checked_at_fault = False  # a later fault is checked when it appears
         if self.unwritable is not None:
             self.unwritable = None
             self._notice(

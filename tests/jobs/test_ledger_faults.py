@@ -318,41 +318,6 @@ def test_writes_a_read_only_ledger_refuses_are_kept_and_written_once_it_can_be(
         assert [r.request_id for r in later.rows()] == ["after", "paid"]
 
 
-def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The same with the disk full (SQLite's SQLITE_FULL), played on the writer's
-    transactions: portable, no root, no mount."""
-    from genwidgets.jobs.ledger import writer
-
-    full = [False]
-    real = writer.immediate
-
-    @contextmanager
-    def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-        if full[0]:
-            raise sqlite3.OperationalError("database or disk is full")
-        with real(conn) as inside:
-            yield inside
-
-    monkeypatch.setattr(writer, "immediate", immediate)
-    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led:
-        full[0] = True
-        with pytest.warns(LedgerWarning, match="disk is full"):
-            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
-        led.writes.record_handle(row, handle("during"))
-        status = Status.from_body({"status": "IN_PROGRESS"}, endpoint=ENDPOINT, request_id="during")
-        led.writes.record_status(GATEWAY, "during", status)
-        assert not led.flush(30)
-        with pytest.warns(LedgerWarning, match="cannot be written now"):
-            assert led.rows() == []  # said: this history lacks the writes kept
-        full[0] = False
-        with pytest.warns(LedgerWarning, match="can be written again"):
-            assert led.flush(30)
-        found = led.get(GATEWAY, "during")
-        assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
-
-
 @contextmanager
 def disk_full_for_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every write transaction of the ledger's writer meets a full disk while the
@@ -383,6 +348,30 @@ def close_with_a_paid_task(path: Path, request_id: str) -> str:
         led.writes.record_handle(row, handle(request_id))
         led.close()
     return " ".join(str(w.message) for w in said)
+
+
+def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with the disk full (SQLite's SQLITE_FULL), played on the writer's
+    transactions: portable, no root, no mount."""
+    with (
+        Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+    ):
+        with pytest.warns(LedgerWarning, match="disk is full"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        led.writes.record_handle(row, handle("during"))
+        status = Status.from_body({"status": "IN_PROGRESS"}, endpoint=ENDPOINT, request_id="during")
+        led.writes.record_status(GATEWAY, "during", status)
+        assert not led.flush(30)
+        with pytest.warns(LedgerWarning, match="cannot be written now"):
+            assert led.rows() == []  # said: this history lacks the writes kept
+        full[0] = False
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            assert led.flush(30)
+        found = led.get(GATEWAY, "during")
+        assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
 
 
 @pytest.mark.timeout(60)
@@ -481,28 +470,29 @@ def test_a_full_disk_is_checked_for_damage_once_not_at_each_retry_of_a_kept_writ
         return real(conn)
 
     monkeypatch.setattr(file, "quick_check", counted)
-    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led:
-        with disk_full_for_the_ledger(monkeypatch) as full, warnings.catch_warnings():
-            warnings.simplefilter("ignore", LedgerWarning)
-            checks[0] = 0
-            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+    with (
+        Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)
+        checks[0] = 0
+        row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+        assert not led.flush(30)
+        assert checks[0] == 1  # when the fault appears
+        led.writes.record_handle(row, handle("during"))  # a new write: tried at once
+        for _ in range(5):  # each flush waits for one more try of the kept write
             assert not led.flush(30)
-            assert checks[0] == 1  # when the fault appears
-            led.writes.record_handle(row, handle("during"))  # a new write: tried at once
-            for _ in range(5):  # each flush waits for one more try of the kept write
-                assert not led.flush(30)
-            assert checks[0] == 1  # the retries check nothing
-            full[0] = False
-            assert led.flush(30)
-            full[0] = True  # a later fault is checked when it appears
-            status = Status.from_body(
-                {"status": "IN_QUEUE"}, endpoint=ENDPOINT, request_id="during"
-            )
-            led.writes.record_status(GATEWAY, "during", status)
-            assert not led.flush(30)
-            assert checks[0] == 2
-            full[0] = False
-            assert led.flush(30)
+        assert checks[0] == 1  # the retries check nothing
+        full[0] = False
+        assert led.flush(30)
+        full[0] = True  # a later fault is checked when it appears
+        status = Status.from_body({"status": "IN_QUEUE"}, endpoint=ENDPOINT, request_id="during")
+        led.writes.record_status(GATEWAY, "during", status)
+        assert not led.flush(30)
+        assert checks[0] == 2
+        full[0] = False
+        assert led.flush(30)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")

@@ -25,6 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+try:
+    import fcntl
+except ImportError:  # Windows: appenders are not serialised (a process's notes are one write)
+    fcntl = None  # type: ignore[assignment]
+
 from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
 from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
@@ -253,6 +258,10 @@ class LedgerFile:
         #: writes given up because the file failed them for another reason than a busy
         #: file or a disk fault
         self.dropped = 0
+        #: the file was checked for damage when the disk fault keeping writes appeared:
+        #: the retries until it is written again do not check it again (each check reads
+        #: the whole file, every second while a disk stays full)
+        self._checked_at_fault = False
         self._notices: list[str] = []
         self._notices_lock = threading.Lock()
         #: (st_dev, st_ino) of the file the writer opened, and when the path was checked
@@ -346,11 +355,15 @@ class LedgerFile:
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
-        :class:`LedgerError`."""
+        :class:`LedgerError`. A table missing while the file cannot be written is none
+        read: the schema is among the writes kept (a new home on a full disk), and the
+        reads say the rest (docs/decisions.md#ledger-behind)."""
         with self._lock:
             try:
                 return self._connection().execute(sql, params).fetchall()
             except sqlite3.Error as exc:
+                if self.unwritable is not None and "no such table" in str(exc):
+                    return []
                 raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
 
     @contextmanager
@@ -393,7 +406,7 @@ class LedgerFile:
     def _open_checked(self) -> sqlite3.Connection:
         conn = self._connect()
         try:
-            problem = quick_check(conn)
+            problem = "" if self._checked_at_fault else quick_check(conn)
             if problem:
                 raise LedgerError(
                     f"{self.path} is damaged (integrity check: {problem})", replaceable=True
@@ -504,15 +517,35 @@ class LedgerFile:
 
     def keep_pending(self, notes: list[Note]) -> str:
         """Append ``notes`` to :attr:`pending_path`, synced (mode 0600: it holds
-        payloads); "" once on disk, else why not."""
+        payloads); "" once on disk, else why not. The file is left ending at a line's
+        end, so a later process's notes are never glued onto a torn line (and skipped):
+        an append that fails partway (a full disk) is cut back to the size before it,
+        and a line torn earlier (a process killed mid-append) is ended first."""
         try:
-            fd = os.open(self.pending_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with open(fd, "a", encoding="utf-8") as out:
-                out.write("".join(json.dumps(note) + "\n" for note in notes))
-                out.flush()
-                os.fsync(out.fileno())
+            data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
+            fd = os.open(self.pending_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         except (OSError, TypeError, ValueError) as exc:
             return str(exc)
+        try:
+            if fcntl is not None:  # two processes appending: one after the other
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - 1), os.SEEK_SET)
+            if size and os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+            try:
+                done = 0
+                while done < len(data):
+                    done += os.write(fd, data[done:])
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+        except OSError as exc:
+            return str(exc)
+        finally:
+            os.close(fd)  # releases the lock
         return ""
 
     def left_behind(self, notes: list[Note], unwritten: int) -> None:
@@ -605,13 +638,15 @@ class LedgerFile:
         A damaged file (the error says so, or ``PRAGMA quick_check`` finds a
         problem) is moved aside and the write retried in a fresh file; a file
         that cannot be written is said once (a :class:`LedgerWarning`) and the
-        write given up.
+        write given up, or kept on a disk fault (checked when it appears, not at
+        each retry).
         """
-        problem = damage(exc) or self._check_file()
+        problem = damage(exc) or ("" if self._checked_at_fault else self._check_file())
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
         if is_disk_fault(exc):  # as a lock held elsewhere: kept in order, tried again
+            self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
                 self._notice(
@@ -624,6 +659,7 @@ class LedgerFile:
                     "genwidgets to record, and each created task is named in a warning."
                 )
             return "keep"
+        self._checked_at_fault = False  # another fault: the next is checked again
         self.dropped += 1
         if self.unwritable is None:
             self.unwritable = redact(str(exc))
@@ -639,6 +675,7 @@ class LedgerFile:
     def recovered(self) -> None:
         """The writes kept while the file could not be written reached it (writer thread):
         said, since a warning said they were kept."""
+        self._checked_at_fault = False  # a later fault is checked when it appears
         if self.unwritable is not None:
             self.unwritable = None
             self._notice(

@@ -111,16 +111,31 @@ def _set_handle(conn: sqlite3.Connection, row: int, handle: Handle, now: float, 
 def _latest_outputs(
     conn: sqlite3.Connection, gateway: str, request_id: str
 ) -> tuple[int, list[dict[str, Any]]] | None:
-    """The id and outputs of the newest row recorded for a task, or None."""
+    """The id and outputs of the newest row recorded for a task, or None. Read as the
+    file's bytes: any that are not UTF-8 (a stray write) become surrogates, which
+    :func:`_outputs_text` writes back as they were (the connection's text factory
+    would put U+FFFD in their place, on disk, for good)."""
     found = conn.execute(
-        "SELECT id, outputs FROM tasks WHERE id = "
+        "SELECT id, CAST(outputs AS BLOB) FROM tasks WHERE id = "
         "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
         (gateway, request_id),
     ).fetchone()
     if found is None:
         return None
     row_id, outputs = found
-    return row_id, json.loads(outputs)
+    return row_id, json.loads(bytes(outputs).decode("utf-8", errors="surrogateescape"))
+
+
+def _outputs_text(outputs: list[dict[str, Any]]) -> str | bytes:
+    """``outputs`` as a row keeps them (JSON), for ``outputs = CAST(? AS TEXT)``: the
+    bytes that were not UTF-8 when :func:`_latest_outputs` read them are written back
+    unchanged, never replaced in silence."""
+    text = json.dumps(outputs, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="surrogateescape")
+    return json.dumps(outputs)
 
 
 #: why the outputs of a client made with ``download=False`` are not copied later
@@ -460,7 +475,8 @@ class LedgerWrites:
                     record.update({k: earlier.get(k) for k in ("path", "sha256", "size")})
             written = conn.execute(
                 "UPDATE tasks SET state = ?, status = ?, queue_position = NULL, ok = ?, "
-                "error = ?, error_type = ?, outputs = ?, finished_at = ?, updated_at = ?, "
+                "error = ?, error_type = ?, outputs = CAST(? AS TEXT), finished_at = ?, "
+                "updated_at = ?, "
                 f"done_at = coalesce(done_at, finished_at, ?) WHERE id = ?{only_if}",
                 (
                     FINISHED,
@@ -468,7 +484,7 @@ class LedgerWrites:
                     int(result.ok),
                     error_text(result.error),
                     error_text(result.error_type),
-                    json.dumps(outputs),
+                    _outputs_text(outputs),
                     now,
                     now,
                     now,
@@ -550,8 +566,8 @@ class LedgerWrites:
                 record.pop(COPY_FAILED_AT, None)
                 record.pop(COPY_GIVEN_UP, None)
             conn.execute(
-                "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",
-                (json.dumps(outputs), now, row_id),
+                "UPDATE tasks SET outputs = CAST(? AS TEXT), updated_at = ? WHERE id = ?",
+                (_outputs_text(outputs), now, row_id),
             )
             return True
 

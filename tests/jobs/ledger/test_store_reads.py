@@ -12,7 +12,7 @@ import pytest
 
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.jobs.ledger.writes import SENDING
-from genwidgets.protocol.records import Handle
+from genwidgets.protocol.records import Handle, Result
 
 GATEWAY = "https://gw.test"
 ENDPOINT = "asset-get"
@@ -114,3 +114,34 @@ def test_a_row_with_text_that_is_not_utf8_is_read_replaced_and_said_never_fatal(
         f"ledger row {rows[0]} of {ledger.path} holds text that is not UTF-8 (payload)"
         in caplog.text
     )
+
+
+def test_writes_that_rewrite_a_rows_outputs_keep_its_bytes_that_are_not_utf8(
+    ledger: Ledger,
+) -> None:
+    """A row whose saved path held bytes that are not UTF-8: recording another output's
+    copy (or the result) read the outputs back with U+FFFD in their place and wrote
+    that, changing the file for good, in silence (review of ledgerfix)."""
+    row = intent(ledger)
+    ledger.writes.record_handle(row, Handle.from_body(ENDPOINT, {"request_id": "t1"}, GATEWAY))
+    bad = b'[{"index": 0, "path": "/data/out-\xff\xfe.png", "sha256": null, "size": 3}]'
+    assert ledger.flush(30)
+    con = sqlite3.connect(ledger.path)
+    con.execute("UPDATE tasks SET outputs = CAST(? AS TEXT) WHERE id = ?", (bad, row))
+    con.commit()
+
+    def on_disk() -> bytes:
+        con.text_factory = bytes
+        return bytes(con.execute("SELECT outputs FROM tasks WHERE id = ?", (row,)).fetchone()[0])
+
+    try:
+        assert ledger.writes.record_output_path(GATEWAY, "t1", 1, None, error="down").result(30)
+        assert b"/data/out-\xff\xfe.png" in on_disk() and b'"index": 1' in on_disk()
+        urls = [{"url": f"{GATEWAY}/files/{n}.png"} for n in (0, 1)]
+        result = Result.from_body({"request_id": "t1", "status": "COMPLETED", "outputs": urls})
+        assert ledger.writes.record_result(GATEWAY, "t1", result).result(30)
+        assert b"/data/out-\xff\xfe.png" in on_disk() and b"\xef\xbf\xbd" not in on_disk()
+        found = ledger.get(GATEWAY, "t1")
+        assert found is not None and found.state == "finished"
+    finally:
+        con.close()

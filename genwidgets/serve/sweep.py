@@ -38,7 +38,9 @@ UNKNOWN_EVERY = 60.0
 
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
     """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
-    (id, endpoint, upstream id, state, since when upstream answered only 404s for it)."""
+    (id, endpoint, upstream id, state, since when upstream answered only 404s for it).
+    Those never looked at come first: PostgreSQL sorts a NULL ``checked_at`` last, and a
+    batch's worth of due tasks kept a new one from ever being asked about there."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
@@ -52,7 +54,7 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
             "WHERE upstream_id IS NOT NULL "
             "AND (state IN ('open', 'cancelling') AND (checked_at IS NULL OR checked_at < ?) "
             "OR state = 'unknown' AND (checked_at IS NULL OR checked_at < ?)) "
-            "ORDER BY checked_at LIMIT ?",
+            "ORDER BY COALESCE(checked_at, 0) LIMIT ?",  # never looked at first, on both
             (now - older_than, now - max(older_than, UNKNOWN_EVERY), BATCH),
         )
         for row in rows:

@@ -47,6 +47,7 @@ __all__ = [
     "reserve",
     "resolve_unknown",
     "settle",
+    "task_state",
     "tasks_of",
     "unanswered",
     "usable",
@@ -425,14 +426,21 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
 
+def task_state(db: Database, task_id: str) -> str | None:
+    """The task's state as stored now, or None when there is no such task."""
+    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
+    return None if row is None else str(row[0])
+
+
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
-    (it stays charged, as ``done``) or not (released). Whether the task was unknown."""
-    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
-    if row is None or row[0] != "unknown":
+    (it stays charged, as ``done``) or not (released). Whether the task was unknown when
+    written: a sweep or a poll that settled it meanwhile wins (upstream's answer)."""
+    if task_state(db, task_id) != "unknown":
         return False
     if not made:
-        return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
+        why = "upstream did not make it (the teacher)"
+        return release(db, task_id, "not_made", why, source=("unknown",))
     return move(db, task_id, "done", source=("unknown",), settled_at=time.time())
 
 

@@ -18,7 +18,7 @@ from serve_helpers import wait_for
 from genwidgets.cli import main
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.db import Database
-from genwidgets.serve.keys import find_key
+from genwidgets.serve.keys import add_key, find_key
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -371,3 +371,32 @@ def test_a_roster_saved_by_excel_or_without_names_is_read_or_refused_plainly(
         capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
     )
     assert code == 2 and f"{out / 'keys.csv'} exists" in err and "Errno" not in err
+
+
+def test_settling_not_made_never_overwrites_a_task_the_sweep_settled_meanwhile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tasks --settle ID --not-made`` read the task unknown, then released it from any
+    state: a sweep that settled it ``done`` in between (upstream made it) was overwritten
+    and its charge given back. It is released only if still unknown, and says so."""
+    from genwidgets.serve import budgets
+
+    database = str(tmp_path / "class.db")
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    task_id = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    budgets.move(db, task_id, "unknown", error="timeout")
+    release = budgets.release
+
+    def swept_first(*args: Any, **kwargs: Any) -> bool:  # upstream's answer came first
+        budgets.move(db, task_id, "done", source=("unknown",))
+        return release(*args, **kwargs)
+
+    monkeypatch.setattr(budgets, "release", swept_first)
+    code, _, err = run(capsys, "--database", database, "tasks", "--settle", task_id, "--not-made")
+    assert code != 0 and f"task {task_id!r} is done, not unknown" in err
+    [task] = tasks_of(db)
+    assert (task["state"], task["charged"]) == ("done", True)
+    db.close()

@@ -189,6 +189,18 @@ def add_group(
     db.run(lambda tx: tx.run(sql, values))
 
 
+def _known_group(tx: Tx, name: str) -> None:
+    """Refuse a group not made yet, naming those that are: a typo in ``--group`` made a
+    new group with no caps, and its keys spent outside the class's cap unseen."""
+    if tx.one("SELECT name FROM groups WHERE name = ?", (name,)) is not None:
+        return
+    known = [str(row[0]) for row in tx.rows("SELECT name FROM groups ORDER BY name")]
+    raise key_error(
+        f"no group named {name!r} (the groups are: {', '.join(known) or 'none yet'}); "
+        f"make it first with: genwidgets serve groups {name} --budget ..."
+    )
+
+
 class KeyOptions(TypedDict, total=False):
     """What a key is made with besides its name and caps (see :func:`add_keys`)."""
 
@@ -229,10 +241,7 @@ def add_keys(
 
     def work(tx: Tx) -> list[tuple[str, str]]:
         if group is not None:
-            tx.run(
-                "INSERT INTO groups (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (group, time.time()),
-            )
+            _known_group(tx, group)
         made = []
         for name in names:
             if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):

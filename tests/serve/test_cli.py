@@ -29,6 +29,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "groups", "class1")[0] == 0
     code, out, _ = run(
         capsys,
         *db,
@@ -116,6 +117,7 @@ def test_a_roster_makes_keys_and_a_handout(
     roster = tmp_path / "roster.csv"
     roster.write_text("name,email\nana,a@x\n=cmd(),b@x\n<b>bo</b>,c@x\n")
     out_dir = tmp_path / "keys"
+    assert run(capsys, "--database", str(tmp_path / "c.db"), "groups", "class1")[0] == 0
     code, out, _ = run(
         capsys,
         "--database",
@@ -400,3 +402,26 @@ def test_settling_not_made_never_overwrites_a_task_the_sweep_settled_meanwhile(
     [task] = tasks_of(db)
     assert (task["state"], task["charged"]) == ("done", True)
     db.close()
+
+
+def test_a_typo_in_group_is_refused_naming_the_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--group clas1`` made a new group with no caps, so the key spent outside its
+    class's cap unseen. A group not made yet is refused, naming the groups and how to
+    make one, with no key, group or roster file made."""
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "groups", "class1", "--images", "10")[0] == 0
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name\nana\n")
+    out_dir = tmp_path / "keys"
+    for command in (
+        ["keys", "add", "alice", "--group", "clas1"],
+        ["keys", "roster", str(roster), "--out", str(out_dir), "--group", "clas1"],
+    ):
+        code, _, err = run(capsys, *db, *command)
+        assert code == 2 and "no group named 'clas1'" in err, err
+        assert "class1" in err and "genwidgets serve groups clas1" in err
+    report = json.loads(run(capsys, *db, "usage", "--json")[1])
+    assert report["keys"] == [] and [g["name"] for g in report["groups"]] == ["class1"]
+    assert not list(out_dir.glob("*"))

@@ -36,6 +36,7 @@ from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
+    LIVE,
     SHARED_CANCEL,
     as_counted,
     ask_cancel,
@@ -348,7 +349,7 @@ async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
         params["request_id"],
     )
     _admit(state, key)
-    if task is None or (task[2] is None and task[5] != "sending"):
+    if task is None or (task[2] is None and task[5] is None):  # not a demo-cache answer
         raise refusal(404, None, "Request not found")
     return task
 
@@ -385,12 +386,13 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str, upstream: str) -
     return rewritten
 
 
-def _cancelled_here(task_id: str, tail: str) -> dict[str, Any]:
-    """The status or result of a task cancelled alone while the upstream task it shares
-    runs on for classmates: its own end, as the simulator answers a cancelled task (upstream's would
-    say it runs, and invite a second cancel)."""
+def _ended_here(task_id: str, tail: str, error: str, error_type: str) -> dict[str, Any]:
+    """The status or result of a task that ended here, not upstream: one cancelled alone
+    while the upstream task it shares runs on for classmates (upstream's would say it
+    runs, and invite a second cancel), or a demo-cache answer whose first create was
+    never made. Its own end, as the simulator answers a failed or cancelled task."""
     body: dict[str, Any] = {"request_id": task_id, "status": "COMPLETED"}
-    body |= {"error": CANCELLED_ERROR, "error_type": "cancelled"}
+    body |= {"error": error, "error_type": error_type}
     if tail == "response":
         body["outputs"] = []
     return body
@@ -401,7 +403,9 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     task = await _callers_task(request, state)
     endpoint = request.path_params["endpoint"]
     if tail != "cancel" and task[3] == "cancelled" and task[6] == SHARED_CANCEL:
-        return JSONResponse(_cancelled_here(task[0], tail))
+        return JSONResponse(_ended_here(task[0], tail, CANCELLED_ERROR, "cancelled"))
+    if tail != "cancel" and task[2] is None and task[3] not in LIVE:  # its first never made
+        return JSONResponse(_ended_here(task[0], tail, task[6] or task[3], task[3]))
     if task[2] is None and tail != "cancel":
         # a demo-cache answer whose first task upstream has not answered yet: queued
         queued = {"request_id": task[0], "status": "IN_QUEUE"}

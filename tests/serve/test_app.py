@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -938,3 +939,72 @@ def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
         held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 60
     assert [t["state"] for t in tasks_of(db)] == ["refused"]  # the held-back one: never made
+
+
+class HeldUpstream(OneTaskGateway):
+    """An upstream whose create waits for ``go``, then makes task ``r1`` or, with
+    ``refuse``, answers 422; ``r1``'s status says it completed."""
+
+    go = threading.Event()
+    refuse = False
+
+    def do_POST(self) -> None:
+        self.go.wait(30)
+        if not self.refuse:
+            return super().do_POST()
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"detail": "prompt refused by the safety filter"}, code=422)
+
+    def do_GET(self) -> None:
+        self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": []})
+
+
+@pytest.mark.parametrize("refuse", [True, False], ids=["refused", "made"])
+def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
+    tmp_path: Path, refuse: bool
+) -> None:
+    """A classmate's identical seeded create, answered by the demo cache while the first
+    one was still being sent, was ``open`` for ever: ``Request not found`` once upstream
+    refused the first (and it was never settled), and never swept once upstream made it
+    (it never got the upstream id). Refused, it ends with it at no cost, its status
+    saying why; made, it gets the upstream id, and the sweep settles it unpolled."""
+    HeldUpstream.go, HeldUpstream.refuse = threading.Event(), refuse
+    upstream_server = LoopbackServer(HeldUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    add_group(db, "demo", {}, cache_seconds=600)
+    first, other = (add_key(db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            sent: list[httpx.Response] = []
+            headers = {"Authorization": f"Bearer {first}"}
+            url = f"{server.base_url}/v1/queue/{IMAGE}"
+            sender = threading.Thread(
+                target=lambda: sent.append(api.post(url, json=seeded, headers=headers))
+            )
+            sender.start()
+            wait_for(lambda: tasks_of(db, state="sending"), what="the first create to leave")
+            api.headers["Authorization"] = f"Bearer {other}"
+            follower = api.post(url, json=seeded).json()
+            HeldUpstream.go.set()
+            sender.join(60)
+            if not refuse:  # nobody polls it: the sweep alone settles it
+                sweeper = Upstream(upstream_server.base, TEACHER_KEY)
+                asyncio.run(sweep_once(ServeState(replace(config, upstream=sweeper))))
+            swept = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+            status = api.get(follower["status_url"])
+    finally:
+        HeldUpstream.go.set()
+        upstream_server.close()
+    states = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+    if refuse:
+        assert sent[0].status_code == 422
+        assert status.status_code == 200 and "refused" in status.json()["error"]
+        assert states == {"first": ("refused", False), "other": ("refused", False)}
+    else:
+        assert sent[0].status_code == 200 and status.json()["status"] == "COMPLETED"
+        assert swept == states == {"first": ("done", True), "other": ("done", False)}

@@ -159,7 +159,13 @@ def _expiry(text: str | None) -> float | None:
     it would make a key that never works."""
     if not text:
         return None
-    when = datetime.datetime.fromisoformat(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise GenwidgetsError(
+            f"--expires {text!r} is not a date or time: give an ISO one, 2027-02-01 or "
+            "2027-02-01T18:00 (UTC unless it says, as 2027-02-01T18:00+01:00)"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     if when.timestamp() <= time.time():

@@ -81,6 +81,8 @@ def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["--endpoints", "genW2.5-t2i-previw"], "did you mean 'genW2.5-t2i-preview'"),
         (["--endpoints", "genW2.5-t2i-preview, "], "an endpoint is empty"),
         (["--expires", "2020-01-01"], "--expires 2020-01-01 is past"),
+        (["--expires", "tomorrow"], "--expires 'tomorrow' is not a date or time"),
+        (["--tasks", "0.5"], "a cap on tasks is a whole number, not 0.5"),
     ],
 )
 def test_a_key_that_could_never_work_is_refused_saying_why(
@@ -425,3 +427,13 @@ def test_a_typo_in_group_is_refused_naming_the_groups(
     report = json.loads(run(capsys, *db, "usage", "--json")[1])
     assert report["keys"] == [] and [g["name"] for g in report["groups"]] == ["class1"]
     assert not list(out_dir.glob("*"))
+
+
+def test_a_group_with_a_negative_cache_window_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``groups class1 --cache-seconds -5`` was accepted (a window that never answers)."""
+    db = ["--database", str(tmp_path / "class.db")]
+    code, _, err = run(capsys, *db, "groups", "class1", "--cache-seconds", "-5")
+    assert code == 2 and "--cache-seconds is 0 (off) or more, not -5" in err
+    assert json.loads(run(capsys, *db, "usage", "--json")[1])["groups"] == []

@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
+from ..protocol.gate import GATE_CEILING
 from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
 from ..protocol.refusals import HANDLERS, detail, gateway_error
 from ..protocol.routes import queue_routes
@@ -35,6 +36,7 @@ from ..simulator.app import http_error, read_payload, required_token
 from ..simulator.registry import describe_errors
 from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
+    LIVE,
     SHARED_CANCEL,
     as_counted,
     ask_cancel,
@@ -263,8 +265,11 @@ async def _record_create(
         log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
         why = f"The class gateway's upstream did not answer ({answer.message})"
         return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
+    # a refusal by the client's rule, a 200 in the spec's error shape too (its error codes
+    # are shown, not their statuses): never made, so never a task to charge
+    refused = answer.status < 500 and (answer.refused or answer.status >= 300)
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
-    if 200 <= answer.status < 300 and isinstance(upstream_id, str) and upstream_id:
+    if not refused and isinstance(upstream_id, str) and upstream_id:
         # logged before it is written: if the write fails, the teacher can still settle it
         log.info(
             "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
@@ -283,22 +288,25 @@ async def _record_create(
             raise
         position = answer.body.get("queue_position")
         return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
-    if answer.status >= 500 or 200 <= answer.status < 300:
+    if not refused:  # a 5xx, or a 2xx without a request id
         why = f"upstream answered {answer.status} to the create"
         await run_in_threadpool(move, db, task_id, "unknown", error=why)
         return _outcome_unknown(
             502, "UPSTREAM_ERROR", f"The class gateway's upstream failed ({why})", task_id
         )
-    await run_in_threadpool(release, db, task_id, "refused", f"upstream {answer.status}")
+    code = _error_code(answer.body)
+    why = f"upstream {answer.status}" + (f" {code}" if code else "")
+    await run_in_threadpool(release, db, task_id, "refused", why)
     return _passed_on(state, answer, refused_create=True)
 
 
 def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: bool) -> Response:
     """An upstream refusal as the student sees it: a 429 with its Retry-After (and the
-    process holds creates back as long), the teacher's key refused as the server's
-    fault, anything else as upstream said it."""
+    process holds creates back as long, at most :data:`GATE_CEILING`, as the client
+    waits), the teacher's key refused as the server's fault, anything else as upstream
+    said it."""
     if answer.status == 429 or _says_rate_limited(answer.body):
-        wait = min(60.0, max(1.0, answer.retry_after or 1.0))
+        wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
         state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
         raise rate_limited(wait)
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
@@ -314,9 +322,15 @@ def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: boo
     return JSONResponse(answer.body, status_code=answer.status)
 
 
-def _says_rate_limited(body: Any) -> bool:
+def _error_code(body: Any) -> str | None:
+    """The code of a body in the gateway's error shape (``{"error": {"code": ...}}``)."""
     error = body.get("error") if isinstance(body, dict) else None
-    return isinstance(error, dict) and error.get("code") == "RATE_LIMIT_EXCEEDED"
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _says_rate_limited(body: Any) -> bool:
+    return _error_code(body) == "RATE_LIMIT_EXCEEDED"
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -335,7 +349,7 @@ async def _callers_task(request: Request, state: ServeState) -> tuple[Any, ...]:
         params["request_id"],
     )
     _admit(state, key)
-    if task is None or (task[2] is None and task[5] != "sending"):
+    if task is None or (task[2] is None and task[5] is None):  # not a demo-cache answer
         raise refusal(404, None, "Request not found")
     return task
 
@@ -372,12 +386,13 @@ def _rewrite(body: Any, base: str, endpoint: str, task_id: str, upstream: str) -
     return rewritten
 
 
-def _cancelled_here(task_id: str, tail: str) -> dict[str, Any]:
-    """The status or result of a task cancelled alone while the upstream task it shares
-    runs on for classmates: its own end, as the simulator answers a cancelled task (upstream's would
-    say it runs, and invite a second cancel)."""
+def _ended_here(task_id: str, tail: str, error: str, error_type: str) -> dict[str, Any]:
+    """The status or result of a task that ended here, not upstream: one cancelled alone
+    while the upstream task it shares runs on for classmates (upstream's would say it
+    runs, and invite a second cancel), or a demo-cache answer whose first create was
+    never made. Its own end, as the simulator answers a failed or cancelled task."""
     body: dict[str, Any] = {"request_id": task_id, "status": "COMPLETED"}
-    body |= {"error": CANCELLED_ERROR, "error_type": "cancelled"}
+    body |= {"error": error, "error_type": error_type}
     if tail == "response":
         body["outputs"] = []
     return body
@@ -388,7 +403,9 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     task = await _callers_task(request, state)
     endpoint = request.path_params["endpoint"]
     if tail != "cancel" and task[3] == "cancelled" and task[6] == SHARED_CANCEL:
-        return JSONResponse(_cancelled_here(task[0], tail))
+        return JSONResponse(_ended_here(task[0], tail, CANCELLED_ERROR, "cancelled"))
+    if tail != "cancel" and task[2] is None and task[3] not in LIVE:  # its first never made
+        return JSONResponse(_ended_here(task[0], tail, task[6] or task[3], task[3]))
     if task[2] is None and tail != "cancel":
         # a demo-cache answer whose first task upstream has not answered yet: queued
         queued = {"request_id": task[0], "status": "IN_QUEUE"}
@@ -405,8 +422,16 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
         return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
-    if cancel and answer.status >= 300:  # refused: the task is as it was
+    if cancel and answer.refused and answer.status < 500:  # refused: the task is as it was
         await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+    if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
+        return gateway_error(
+            502,
+            "UPSTREAM_ERROR",
+            f"The class gateway's upstream answered {answer.status} to the cancel: it may "
+            "have been applied, so the task stays being cancelled (and charged); cancel "
+            "again or poll its status",
+        )
     if answer.task_unknown:  # gone upstream, once old enough: it frees its key's place
         await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
@@ -419,7 +444,7 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         )
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
-    if answer.status >= 400 or answer.body is None:
+    if answer.refused or answer.body is None:
         return _passed_on(state, answer, refused_create=False)
     upstream = state.config.upstream.base_url
     body = _rewrite(answer.body, _base(request), endpoint, task[0], upstream)

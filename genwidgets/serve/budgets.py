@@ -47,8 +47,10 @@ __all__ = [
     "reserve",
     "resolve_unknown",
     "settle",
+    "task_state",
     "tasks_of",
     "unanswered",
+    "update_followers",
     "usable",
 ]
 
@@ -244,13 +246,42 @@ def move(
     5xx): ``unknown`` with its ``error``, still reserved."""
     sets = ", ".join(f"{name} = ?" for name in ("state", *columns))
     marks = ", ".join("?" for _ in source)
-    changed = db.run(
-        lambda tx: tx.run(
+
+    def work(tx: Tx) -> bool:
+        changed = tx.run(
             f"UPDATE tasks SET {sets} WHERE id = ? AND state IN ({marks})",
             (state, *columns.values(), task_id, *source),
         )
+        if changed and "sending" in source:
+            update_followers(tx, task_id)
+        return bool(changed)
+
+    return db.run(work)
+
+
+def update_followers(tx: Tx, task_id: str) -> None:
+    """The demo-cache answers that follow the create ``task_id``, once upstream answered
+    it: given its upstream id (so the sweep follows them too), or, when it has none to
+    follow (upstream refused it, it was never sent, its outcome is unknown), ended with it
+    at no cost (``refused`` or ``not_sent`` as it, else ``failed``), their error saying
+    why. Before, they stayed ``open`` for ever, answered ``Request not found``."""
+    row = tx.one("SELECT state, upstream_id, error FROM tasks WHERE id = ?", (task_id,))
+    if row is None or row[0] == "sending":
+        return
+    if row[1] is not None:
+        tx.run(
+            "UPDATE tasks SET upstream_id = ? WHERE cached_from = ? AND upstream_id IS NULL",
+            (row[1], task_id),
+        )
+        return
+    ended = row[0] if row[0] in ("refused", "not_sent") else "failed"
+    why = f"the identical create this demo-cache answer shared was {row[0].replace('_', ' ')}"
+    why += (f" ({row[2]})" if row[2] else "") + ": nothing was charged"
+    tx.run(
+        "UPDATE tasks SET state = ?, error = ?, settled_at = ? "
+        "WHERE cached_from = ? AND state = 'open' AND upstream_id IS NULL",
+        (ended, why[:500], time.time(), task_id),
     )
-    return bool(changed)
 
 
 #: why a cancelled task whose upstream task others share ended alone
@@ -322,6 +353,8 @@ def release(
             "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
             (state, why[:500] or None, time.time(), task_id),
         )
+        if row[3] == "sending":
+            update_followers(tx, task_id)
         return True
 
     return db.run(work)
@@ -425,14 +458,21 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
 
+def task_state(db: Database, task_id: str) -> str | None:
+    """The task's state as stored now, or None when there is no such task."""
+    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
+    return None if row is None else str(row[0])
+
+
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
-    (it stays charged, as ``done``) or not (released). Whether the task was unknown."""
-    row = db.run(lambda tx: tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,)), write=False)
-    if row is None or row[0] != "unknown":
+    (it stays charged, as ``done``) or not (released). Whether the task was unknown when
+    written: a sweep or a poll that settled it meanwhile wins (upstream's answer)."""
+    if task_state(db, task_id) != "unknown":
         return False
     if not made:
-        return release(db, task_id, "not_made", "upstream did not make it (the teacher)")
+        why = "upstream did not make it (the teacher)"
+        return release(db, task_id, "not_made", why, source=("unknown",))
     return move(db, task_id, "done", source=("unknown",), settled_at=time.time())
 
 

@@ -25,7 +25,7 @@ from .._config import DEMO_KEY, Secret
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError
-from .budgets import resolve_unknown, tasks_of
+from .budgets import resolve_unknown, task_state, tasks_of
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
@@ -159,7 +159,13 @@ def _expiry(text: str | None) -> float | None:
     it would make a key that never works."""
     if not text:
         return None
-    when = datetime.datetime.fromisoformat(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise GenwidgetsError(
+            f"--expires {text!r} is not a date or time: give an ISO one, 2027-02-01 or "
+            "2027-02-01T18:00 (UTC unless it says, as 2027-02-01T18:00+01:00)"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     if when.timestamp() <= time.time():
@@ -309,7 +315,13 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
         if not (args.made or args.not_made):
             raise GenwidgetsError("say what upstream did: --made or --not-made")
         if not resolve_unknown(db, args.settle, made=args.made):
-            raise GenwidgetsError(f"no task {args.settle!r} whose outcome is unknown")
+            state = task_state(db, args.settle)
+            if state is None:
+                raise GenwidgetsError(f"no task {args.settle!r}: see serve tasks --state unknown")
+            raise GenwidgetsError(
+                f"task {args.settle!r} is {state}, not unknown (upstream's answer to the sweep "
+                "or a poll settled it, or it was settled before): nothing changed"
+            )
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)

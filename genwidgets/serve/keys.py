@@ -132,6 +132,10 @@ class KeyRecord:
 MAX_CAP = 10**12
 
 
+#: kinds counted in whole units: a cap of half a task is no cap a teacher means
+COUNTED = ("tasks", "images", "prompts", "speech_characters")
+
+
 def _check_caps(caps: Mapping[str, float | None]) -> dict[str, int | None]:
     stored: dict[str, int | None] = {}
     for kind in KINDS:
@@ -140,6 +144,8 @@ def _check_caps(caps: Mapping[str, float | None]) -> dict[str, int | None]:
             raise key_error(f"a cap is 0 or more, not {value!r} ({kind})")
         if value is not None and not value <= MAX_CAP:  # inf too
             raise key_error(f"a cap is at most {MAX_CAP:,}, not {value:g} ({kind})")
+        if value is not None and kind in COUNTED and value != int(value):
+            raise key_error(f"a cap on {kind.replace('_', ' ')} is a whole number, not {value:g}")
         stored[kind] = to_stored(value)
     unknown = sorted(set(caps) - set(KINDS))
     if unknown:
@@ -177,6 +183,8 @@ def add_group(
     ``caps`` names and the demo-cache window (the rest stays, as ``keys set`` keeps a
     key's other caps)."""
     stored = _check_caps(caps)
+    if cache_seconds is not None and cache_seconds < 0:
+        raise key_error(f"--cache-seconds is 0 (off) or more, not {cache_seconds}")
     given = [f"cap_{k}" for k in KINDS if caps.get(k) is not None]
     given += ["cache_seconds"] if cache_seconds is not None else []
     sets = ", ".join(f"{c} = excluded.{c}" for c in given)
@@ -187,6 +195,18 @@ def add_group(
     )
     values = (name, time.time(), cache_seconds or 0, *(stored[k] for k in KINDS))
     db.run(lambda tx: tx.run(sql, values))
+
+
+def _known_group(tx: Tx, name: str) -> None:
+    """Refuse a group not made yet, naming those that are: a typo in ``--group`` made a
+    new group with no caps, and its keys spent outside the class's cap unseen."""
+    if tx.one("SELECT name FROM groups WHERE name = ?", (name,)) is not None:
+        return
+    known = [str(row[0]) for row in tx.rows("SELECT name FROM groups ORDER BY name")]
+    raise key_error(
+        f"no group named {name!r} (the groups are: {', '.join(known) or 'none yet'}); "
+        f"make it first with: genwidgets serve groups {name} --budget ..."
+    )
 
 
 class KeyOptions(TypedDict, total=False):
@@ -229,10 +249,7 @@ def add_keys(
 
     def work(tx: Tx) -> list[tuple[str, str]]:
         if group is not None:
-            tx.run(
-                "INSERT INTO groups (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (group, time.time()),
-            )
+            _known_group(tx, group)
         made = []
         for name in names:
             if tx.one("SELECT name FROM keys WHERE name = ?", (name,)):

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
 from ..protocol.records import queue_url
-from .budgets import forgotten, heard, settle, unanswered
+from .budgets import forgotten, heard, settle, unanswered, update_followers
 from .config import ServeState
 from .db import Database, Tx
 
@@ -38,21 +38,28 @@ UNKNOWN_EVERY = 60.0
 
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
     """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
-    (id, endpoint, upstream id, state, since when upstream answered only 404s for it)."""
+    (id, endpoint, upstream id, state, since when upstream answered only 404s for it).
+    Those never looked at come first: PostgreSQL sorts a NULL ``checked_at`` last, and a
+    batch's worth of due tasks kept a new one from ever being asked about there."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
-        tx.run(  # a process that stopped between reserving and hearing upstream's answer
-            "UPDATE tasks SET state = 'unknown', error = ? WHERE state = 'sending' "
-            "AND created_at < ?",
-            ("the server stopped while sending this create", now - STALE_SENDING),
+        stale = tx.rows(  # a process that stopped between reserving and upstream's answer
+            "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
+            (now - STALE_SENDING,),
         )
+        for (task_id,) in stale:
+            tx.run(
+                "UPDATE tasks SET state = 'unknown', error = ? WHERE id = ?",
+                ("the server stopped while sending this create", task_id),
+            )
+            update_followers(tx, task_id)
         rows = tx.rows(  # and, less often, those upstream answered 404 for (a restart?)
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
             "WHERE upstream_id IS NOT NULL "
             "AND (state IN ('open', 'cancelling') AND (checked_at IS NULL OR checked_at < ?) "
             "OR state = 'unknown' AND (checked_at IS NULL OR checked_at < ?)) "
-            "ORDER BY checked_at LIMIT ?",
+            "ORDER BY COALESCE(checked_at, 0) LIMIT ?",  # never looked at first, on both
             (now - older_than, now - max(older_than, UNKNOWN_EVERY), BATCH),
         )
         for row in rows:

@@ -21,7 +21,7 @@ from .._config import Secret, redact
 from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
 from ..protocol.body import MAX_DEPTH, Answer, redact_json
-from ..protocol.http import parse_retry_after, says_task_unknown
+from ..protocol.http import is_refusal, parse_retry_after, says_task_unknown
 from .http1 import Http1Pool
 
 __all__ = ["REDACTED", "KeyScrubber", "Upstream", "UpstreamAnswer", "guard_logs"]
@@ -73,6 +73,9 @@ class UpstreamAnswer:
     #: upstream's own word that it does not know the task, by the client's rule
     #: (:func:`~..protocol.http.says_task_unknown`); a proxy's 404 page is not one
     task_unknown: bool = False
+    #: an error answer by the client's rule (:func:`~..protocol.http.is_refusal`): a status
+    #: of 400 or more, or the spec's error shape under any status (a 200 refusing a create)
+    refused: bool = False
 
 
 class Upstream:
@@ -129,10 +132,12 @@ class Upstream:
                 parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         # read as a student's client reads it: only whether it says the task is gone is kept
-        gone = says_task_unknown(
-            Answer(answer.status, httpx.Headers(), url=httpx.URL(path), content=raw)
+        # read as a student's client reads it: whether it says the task is gone, whether
+        # it is a refusal (the spec shows no status for its errors)
+        read = Answer(answer.status, httpx.Headers(), url=httpx.URL(path), content=raw)
+        return UpstreamAnswer(
+            answer.status, parsed, wait, says_task_unknown(read), is_refusal(read)
         )
-        return UpstreamAnswer(answer.status, parsed, wait, gone)
 
     async def close(self) -> None:
         await self._pool.close()

@@ -5,10 +5,12 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,8 @@ from serve_helpers import TEACHER_KEY, Class, wait_for
 import genwidgets as gw
 from genwidgets.cli import main
 from genwidgets.errors import GatewayError, RequestNotFound, ServeError
+from genwidgets.protocol.body import Answer
+from genwidgets.protocol.http import is_refusal
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.config import ServeState
@@ -801,3 +805,206 @@ def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
     assert states == ["open", "open", "open", "unknown"] and taken
     task = tasks_of(db)[-1]
     assert task["charged"] and "only 404 or 410" in task["error"]
+
+
+class RefusingUpstream(OneTaskGateway):
+    """An upstream whose create answers the class's ``create`` (status, body, Retry-After)
+    unless it is None (a handle), whose cancel answers ``cancel`` and is then applied
+    (``cancelled``: its status says the task ended cancelled by the user)."""
+
+    create: tuple[int, Any, str | None] | None = None
+    cancel: tuple[int, bytes] = (200, b'{"status": "CANCELLATION_REQUESTED"}')
+    cancelled = False
+
+    def do_POST(self) -> None:
+        if self.create is None:
+            return super().do_POST()
+        status, body, wait = self.create
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if wait is not None:
+            self.send_header("Retry-After", wait)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if type(self).cancelled:
+            ended = {"status": "COMPLETED", "error": "cancelled by user"}
+            self.send_json({"request_id": "r1", **ended, "error_type": "cancelled"})
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        type(self).cancelled = True
+        status, body = self.cancel
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def refusing(tmp_path: Path) -> Iterator[tuple[str, Database]]:
+    """A class server (its address and database) over a :class:`RefusingUpstream`, its
+    answers reset; no sweep."""
+    RefusingUpstream.create, RefusingUpstream.cancelled = None, False
+    RefusingUpstream.cancel = (200, b'{"status": "CANCELLATION_REQUESTED"}')
+    upstream_server = LoopbackServer(RefusingUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    upstream = Upstream(upstream_server.base, TEACHER_KEY)
+    try:
+        with ClassServer(ServeConfig(upstream=upstream, database=db, sweep_every=0)) as server:
+            yield server.base_url, db
+    finally:
+        upstream_server.close()
+
+
+@pytest.mark.parametrize("code", ["RATE_LIMIT_EXCEEDED", "CONTENT_POLICY"])
+def test_a_create_refused_under_a_200_is_passed_on_and_never_charged(
+    refusing: tuple[str, Database], code: str
+) -> None:
+    """The spec shows its error shape, not its statuses: an upstream 200 carrying
+    ``{"error": {"code": "RATE_LIMIT_EXCEEDED"}, "request_id": "e1"}`` was recorded as a
+    paid task ``e1`` and the student handed a handle, though the client reads it as a
+    refusal. It is one here too: released, and a rate limit is a 429 with its wait."""
+    base, db = refusing
+    RefusingUpstream.create = (
+        200,
+        {"error": {"code": code, "message": "no"}, "request_id": "e1"},
+        "7",
+    )
+    token = add_key(db, "alice", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert is_refusal(Answer.of(answer)), answer.text
+    assert answer.json()["error"]["code"] == code
+    if code == "RATE_LIMIT_EXCEEDED":
+        assert answer.status_code == 429 and int(answer.headers["retry-after"]) == 7
+    task = tasks_of(db)[0]
+    assert (task["state"], task["charged"]) == ("refused", False) and code in task["error"]
+    assert key_usage(db, "alice")["held"] == {}
+
+
+@pytest.mark.parametrize(
+    ("cancel_answer", "after"),
+    [
+        ((504, b"<html>504 Gateway Time-out</html>"), ("cancelled", True)),
+        ((400, b'{"detail": "Task already completed"}'), ("failed", False)),
+    ],
+    ids=["proxy-504", "refused-400"],
+)
+def test_a_cancel_answered_5xx_stays_asked_and_charged(
+    refusing: tuple[str, Database],
+    cancel_answer: tuple[int, bytes],
+    after: tuple[str, bool],
+) -> None:
+    """A proxy's 504 to a cancel that upstream applied was taken as a refusal: the task
+    went back to ``open``, and its end, "cancelled by user", was settled ``failed`` and
+    given back. Only a 4xx refusal restores the task; a 5xx leaves it being cancelled,
+    and its end is then ``cancelled``, charged."""
+    base, db = refusing
+    RefusingUpstream.cancel = cancel_answer
+    token = add_key(db, "alice", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        cancel = api.put(handle["cancel_url"])
+        assert cancel.status_code >= 400
+        asked = tasks_of(db)[0]["state"]
+        assert api.get(handle["status_url"]).json()["status"] == "COMPLETED"
+    assert asked == ("cancelling" if cancel_answer[0] >= 500 else "open")
+    task = tasks_of(db)[0]
+    assert (task["state"], task["charged"]) == after
+
+
+def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
+    refusing: tuple[str, Database],
+) -> None:
+    """README and #serve-http say an upstream 429's Retry-After is passed on and creates
+    are held back for that long; it was cut to 60 s. Now up to the client's own ceiling
+    (``GATE_CEILING``, 10 minutes), the same a student's client would wait."""
+    base, db = refusing
+    RefusingUpstream.create = (429, {"detail": "Rate limit exceeded"}, "300")
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        limited = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) == 300
+        RefusingUpstream.create = None  # upstream would take it: held back all the same
+        held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 60
+    assert [t["state"] for t in tasks_of(db)] == ["refused"]  # the held-back one: never made
+
+
+class HeldUpstream(OneTaskGateway):
+    """An upstream whose create waits for ``go``, then makes task ``r1`` or, with
+    ``refuse``, answers 422; ``r1``'s status says it completed."""
+
+    go = threading.Event()
+    refuse = False
+
+    def do_POST(self) -> None:
+        self.go.wait(30)
+        if not self.refuse:
+            return super().do_POST()
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"detail": "prompt refused by the safety filter"}, code=422)
+
+    def do_GET(self) -> None:
+        self.send_json({"request_id": "r1", "status": "COMPLETED", "outputs": []})
+
+
+@pytest.mark.parametrize("refuse", [True, False], ids=["refused", "made"])
+def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
+    tmp_path: Path, refuse: bool
+) -> None:
+    """A classmate's identical seeded create, answered by the demo cache while the first
+    one was still being sent, was ``open`` for ever: ``Request not found`` once upstream
+    refused the first (and it was never settled), and never swept once upstream made it
+    (it never got the upstream id). Refused, it ends with it at no cost, its status
+    saying why; made, it gets the upstream id, and the sweep settles it unpolled."""
+    HeldUpstream.go, HeldUpstream.refuse = threading.Event(), refuse
+    upstream_server = LoopbackServer(HeldUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    add_group(db, "demo", {}, cache_seconds=600)
+    first, other = (add_key(db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            sent: list[httpx.Response] = []
+            headers = {"Authorization": f"Bearer {first}"}
+            url = f"{server.base_url}/v1/queue/{IMAGE}"
+            sender = threading.Thread(
+                target=lambda: sent.append(api.post(url, json=seeded, headers=headers))
+            )
+            sender.start()
+            wait_for(lambda: tasks_of(db, state="sending"), what="the first create to leave")
+            api.headers["Authorization"] = f"Bearer {other}"
+            follower = api.post(url, json=seeded).json()
+            HeldUpstream.go.set()
+            sender.join(60)
+            if not refuse:  # nobody polls it: the sweep alone settles it
+                sweeper = Upstream(upstream_server.base, TEACHER_KEY)
+                asyncio.run(sweep_once(ServeState(replace(config, upstream=sweeper))))
+            swept = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+            status = api.get(follower["status_url"])
+    finally:
+        HeldUpstream.go.set()
+        upstream_server.close()
+    states = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
+    if refuse:
+        assert sent[0].status_code == 422
+        assert status.status_code == 200 and "refused" in status.json()["error"]
+        assert states == {"first": ("refused", False), "other": ("refused", False)}
+    else:
+        assert sent[0].status_code == 200 and status.json()["status"] == "COMPLETED"
+        assert swept == states == {"first": ("done", True), "other": ("done", False)}

@@ -297,3 +297,30 @@ def test_a_create_left_sending_by_a_stopped_process_becomes_unknown(db: Database
     assert [t["id"] for t in tasks_of(db, state="unknown")] == [old]
     reserve(db, "alice", IMAGE, amounts)  # its running place is free
     assert held(db, "alice")["tasks"] == 2_000_000  # the unknown one stays reserved
+
+
+def test_the_sweep_reaches_a_task_never_looked_at_while_many_are_due(db: Database) -> None:
+    """PostgreSQL sorts NULL last: with a batch's worth of looked-at tasks due at every
+    sweep, a new task (``checked_at`` NULL) was never claimed there, as SQLite (NULL
+    first) did at once. Never-looked-at tasks come first on both."""
+    import time
+
+    from genwidgets.serve.sweep import BATCH, claim
+
+    add_key(db, "alice", {})
+    now = time.time()
+    columns = "id, key_name, endpoint, upstream_id, state, charged, created_at, checked_at"
+
+    def fill(tx: Any) -> None:
+        for i in range(BATCH + 5):
+            tx.run(
+                f"INSERT INTO tasks ({columns}) VALUES (?, 'alice', ?, ?, 'open', 1, ?, ?)",
+                (f"old{i}", IMAGE, f"u{i}", now - 120, now - 60 - i),
+            )
+        tx.run(
+            f"INSERT INTO tasks ({columns}) VALUES ('new', 'alice', ?, 'n', 'open', 1, ?, NULL)",
+            (IMAGE, now - 30),
+        )
+
+    db.run(fill)
+    assert "new" in [row[0] for row in claim(db, 5.0, now)]

@@ -18,7 +18,7 @@ from serve_helpers import wait_for
 from genwidgets.cli import main
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.db import Database
-from genwidgets.serve.keys import find_key
+from genwidgets.serve.keys import add_key, find_key
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -29,6 +29,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "groups", "class1")[0] == 0
     code, out, _ = run(
         capsys,
         *db,
@@ -80,6 +81,8 @@ def test_keys_add_list_rotate_revoke(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["--endpoints", "genW2.5-t2i-previw"], "did you mean 'genW2.5-t2i-preview'"),
         (["--endpoints", "genW2.5-t2i-preview, "], "an endpoint is empty"),
         (["--expires", "2020-01-01"], "--expires 2020-01-01 is past"),
+        (["--expires", "tomorrow"], "--expires 'tomorrow' is not a date or time"),
+        (["--tasks", "0.5"], "a cap on tasks is a whole number, not 0.5"),
     ],
 )
 def test_a_key_that_could_never_work_is_refused_saying_why(
@@ -116,6 +119,7 @@ def test_a_roster_makes_keys_and_a_handout(
     roster = tmp_path / "roster.csv"
     roster.write_text("name,email\nana,a@x\n=cmd(),b@x\n<b>bo</b>,c@x\n")
     out_dir = tmp_path / "keys"
+    assert run(capsys, "--database", str(tmp_path / "c.db"), "groups", "class1")[0] == 0
     code, out, _ = run(
         capsys,
         "--database",
@@ -371,3 +375,65 @@ def test_a_roster_saved_by_excel_or_without_names_is_read_or_refused_plainly(
         capsys, *db, "keys", "roster", str(tmp_path / "excel.csv"), "--out", str(out)
     )
     assert code == 2 and f"{out / 'keys.csv'} exists" in err and "Errno" not in err
+
+
+def test_settling_not_made_never_overwrites_a_task_the_sweep_settled_meanwhile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tasks --settle ID --not-made`` read the task unknown, then released it from any
+    state: a sweep that settled it ``done`` in between (upstream made it) was overwritten
+    and its charge given back. It is released only if still unknown, and says so."""
+    from genwidgets.serve import budgets
+
+    database = str(tmp_path / "class.db")
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    task_id = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    budgets.move(db, task_id, "unknown", error="timeout")
+    release = budgets.release
+
+    def swept_first(*args: Any, **kwargs: Any) -> bool:  # upstream's answer came first
+        budgets.move(db, task_id, "done", source=("unknown",))
+        return release(*args, **kwargs)
+
+    monkeypatch.setattr(budgets, "release", swept_first)
+    code, _, err = run(capsys, "--database", database, "tasks", "--settle", task_id, "--not-made")
+    assert code != 0 and f"task {task_id!r} is done, not unknown" in err
+    [task] = tasks_of(db)
+    assert (task["state"], task["charged"]) == ("done", True)
+    db.close()
+
+
+def test_a_typo_in_group_is_refused_naming_the_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--group clas1`` made a new group with no caps, so the key spent outside its
+    class's cap unseen. A group not made yet is refused, naming the groups and how to
+    make one, with no key, group or roster file made."""
+    db = ["--database", str(tmp_path / "class.db")]
+    assert run(capsys, *db, "groups", "class1", "--images", "10")[0] == 0
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name\nana\n")
+    out_dir = tmp_path / "keys"
+    for command in (
+        ["keys", "add", "alice", "--group", "clas1"],
+        ["keys", "roster", str(roster), "--out", str(out_dir), "--group", "clas1"],
+    ):
+        code, _, err = run(capsys, *db, *command)
+        assert code == 2 and "no group named 'clas1'" in err, err
+        assert "class1" in err and "genwidgets serve groups clas1" in err
+    report = json.loads(run(capsys, *db, "usage", "--json")[1])
+    assert report["keys"] == [] and [g["name"] for g in report["groups"]] == ["class1"]
+    assert not list(out_dir.glob("*"))
+
+
+def test_a_group_with_a_negative_cache_window_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``groups class1 --cache-seconds -5`` was accepted (a window that never answers)."""
+    db = ["--database", str(tmp_path / "class.db")]
+    code, _, err = run(capsys, *db, "groups", "class1", "--cache-seconds", "-5")
+    assert code == 2 and "--cache-seconds is 0 (off) or more, not -5" in err
+    assert json.loads(run(capsys, *db, "usage", "--json")[1])["groups"] == []

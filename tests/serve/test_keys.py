@@ -28,6 +28,7 @@ def db(tmp_path: Path) -> Database:
 
 
 def test_a_key_is_stored_only_as_its_hash(db: Database, tmp_path: Path) -> None:
+    add_group(db, "class1", {})
     token = add_key(db, "alice", {"money": 5.0, "images": 200}, group="class1")
     assert token.startswith("gwc_") and len(token) >= 40
     db.close()

@@ -59,6 +59,8 @@ class JobLike(Protocol):
 
     def exception(self) -> BaseException | None: ...  # why it ended without a result
 
+    def status(self, *, retries: int | None = None) -> Status: ...  # asked of the gateway now
+
     def cancel(self) -> None: ...
 
     def request_cancel(self) -> None: ...

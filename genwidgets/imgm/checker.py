@@ -70,20 +70,20 @@ def pasted_parameters(text: str) -> dict[str, str]:
     catalog warns; prose that only starts like one must not be told so.
 
     A word counts when imgM would read it (``--`` or an em dash at a word start, a known
-    name, a whole word: not ``--no-nonsense``) and what follows it, up to the next such
-    word or the end, has its value's shape (:func:`_pasted_value`): ``--ar 16:9``,
-    ``--seed 5``, ``--tile`` or ``--no people`` last. Not Spanish dialogue (``—No tengo
-    miedo —dijo``), a slogan (``--no limits-- in red``) or a title (``Say --No More``).
+    name, a whole word: not ``--no-nonsense``) and what follows it has its value's shape
+    (:func:`_pasted_value`): ``--ar 16:9``, ``--seed 5 in the rain``, ``--tile`` or
+    ``--no people`` last. Not Spanish dialogue (``—No tengo miedo —dijo``), a slogan
+    (``--no limits-- in red``) or a title (``Say --No More``).
     """
     found: dict[str, str] = {}
     words = [w for w in DASH_SLIP.finditer(text) if w["dashes"] in ("--", "\u2014")]
     for n, word in enumerate(words):
         name = word["name"]
         param = PARAMETERS.get(ALIASES.get(name.lower(), name.lower()))
-        whole = text[word.end() : word.end() + 1].isspace() or word.end() == len(text)
-        value = text[word.end() : words[n + 1].start() if n + 1 < len(words) else None]
-        value = value.strip()
-        if param is not None and whole and _pasted_value(param, name, word["dashes"], value):
+        after = text[word.end() : word.end() + 1]  # "" at the end
+        whole = after.isspace() or after in _SENTENCE_END  # not --no-nonsense
+        rest = text[word.end() : words[n + 1].start() if n + 1 < len(words) else None]
+        if param is not None and whole and _pasted_value(param, name, word["dashes"], rest):
             found.setdefault(word.group(), param.name)
     return found
 
@@ -91,26 +91,34 @@ def pasted_parameters(text: str) -> dict[str, str]:
 _LIST_WORD = re.compile(r"\w+(?:['-]\w+)*")
 """A word of a ``--no`` item as pasted (``people``, ``t-shirt``): not ``limits--`` or ``More'``."""
 
+_SENTENCE_END = ".,;:!?)]}\"'\u2026"
+"""What may end a value written in a sentence: ``--ar 16:9.``, ``--seed 5,``."""
 
-def _pasted_value(param: Param, name: str, dashes: str, value: str) -> bool:
-    """Whether ``value`` (the text after ``--name``) is what imgM takes there, so that
-    ``--name value`` reads as pasted. The word-like ones (a flag, ``--no``'s words) count
-    only written as imgM's prompts write them, lowercase after two hyphens: an em dash
-    before a word is how Spanish and Portuguese write dialogue (``—No sei — disse ela``)."""
+
+def _pasted_value(param: Param, name: str, dashes: str, rest: str) -> bool:
+    """Whether ``rest`` (the text after ``--name``, up to the next parameter's word) starts
+    with what imgM takes there, so that ``--name value`` reads as pasted. A flag takes
+    none of it and ``--no`` all of it; any other value is its first word, whatever prose
+    follows (``--ar 16:9, photorealistic``), less the punctuation that ends a sentence.
+    The word-like ones (a flag, ``--no``'s words) count only written as imgM's prompts
+    write them, lowercase after two hyphens: an em dash before a word is how Spanish and
+    Portuguese write dialogue (``—No sei — disse ela``)."""
     if param.kind in ("flag", "list"):
         if dashes != "--" or name != name.lower():
             return False
+        rest = rest.strip().rstrip(_SENTENCE_END)
         if param.kind == "flag":
-            return not value
-        words = value.replace(",", " ").split()
+            return not rest
+        words = rest.replace(",", " ").split()
         return bool(words) and all(_LIST_WORD.fullmatch(w) for w in words)
+    value = next(iter(rest.split()), "").rstrip(_SENTENCE_END)
     if param.kind == "ratio":
         return RATIO.fullmatch(value) is not None
     if param.kind in ("int", "number"):
         return to_number(value, integer=param.kind == "int") is not None
     if param.kind == "refs":
-        refs = [w.partition("::")[0] for w in value.split()]
-        return bool(refs) and all(URL_START.match(r) or r.isdigit() or r == "random" for r in refs)
+        ref = value.partition("::")[0]
+        return bool(URL_START.match(ref) or ref.isdigit() or ref == "random")
     if param.choices:  # --style raw
         return value in param.choices
     return to_number(value, integer=False) is not None  # --v 7, --v 8.1

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing, lost_contact
-from .._workers import RUNS, Work
+from .._workers import RUNS, Work, Workers
 from ..errors import (
     ClientClosed,
     GatewayError,
@@ -103,6 +103,12 @@ FOLLOW_BACKOFF_MAX = 60.0
 FOLLOWING_AGAIN = "; following it again (no new create)"
 #: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
+#: failures of a cancel or a poll that say contact is lost (a 5xx, no answer)
+NO_CONTACT = (ServerError, NoAnswer)
+#: the status polls asked when deadline cancels failed, a few at once: thousands of rows
+#: whose polls the status budget holds must not hold as many threads (one not asked yet
+#: is silence, no loss: its row waits the cancel's grace)
+POLLS_AT_CANCEL = Workers(8)
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
 TICK = 0.25
 #: rows ended within this window make the rate (seconds)
@@ -198,6 +204,9 @@ class Batch:
         #: the last status heard of a row's task when its deadline's cancel was asked,
         #: by row index: a fresh answer since says contact holds
         self.word_at_cancel: dict[int, Status | None] = {}
+        #: a status asked of a row's task when its deadline's cancel failed, by row
+        #: index: its failure too says contact is lost (``_cancel_failed``)
+        self.polls_at_cancel: dict[int, Work] = {}
         #: set once the finisher's last pass is written (cleared while rows go on)
         self.settled = threading.Event()
         #: the batch is recorded in the store under its id
@@ -683,25 +692,37 @@ class Batch:
             self.word_at_cancel[row.index] = row.job.last_status
             row.job.request_cancel()
 
-    def _cancel_failed(self, row: BatchRow) -> BaseException | None:
-        """Why a row's deadline cancel failed for want of contact (a 5xx, no answer), its
-        task not heard of since it was asked; None while contact holds. Silence alone is
-        no loss: a poll held by the client's own status budget, or a cancel slow to
-        answer, waits for the cancel's grace."""
+    def _cancel_failed(self, row: BatchRow) -> str | None:
+        """Why a row is out of contact at its deadline, in words: its cancel failed for
+        want of contact (a 5xx, no answer) and so did its polls, with no word of its task
+        since the cancel was asked; None while contact holds or is not known lost (under
+        the lock). Silence alone is no loss (a poll held by the client's status budget, or
+        slow to answer): a failed cancel has the task's status asked once
+        (``polls_at_cancel``), and only that poll's own failure ends the row; a row out of
+        contact since before its deadline (``row.lost``: its polls gave up) needs none."""
         job = row.job
         if job is None or row.index not in self.word_at_cancel:  # a person's cancel
             return None
         error, status = job.cancel_error, job.last_status
-        if not isinstance(error, (ServerError, NoAnswer)):
+        if not isinstance(error, NO_CONTACT) or status is not self.word_at_cancel[row.index]:
             return None
         if status is not None and status.done:  # its result is on its way
             return None
-        return error if status is self.word_at_cancel[row.index] else None
+        cancel = f"its cancel failed ({type(error).__name__}: {error})"
+        if row.lost:
+            return cancel
+        poll = self.polls_at_cancel.get(row.index)
+        if poll is None:  # a poll of its own: the job's may be held, or on its way
+            self.polls_at_cancel[row.index] = POLLS_AT_CANCEL.submit(job.status, retries=0)
+            return None
+        failed = poll.exception() if poll.done() else None
+        if not isinstance(failed, NO_CONTACT):  # answered (or not yet): contact holds
+            return None
+        return f"{cancel}, and so did a poll of it ({type(failed).__name__}: {failed})"
 
-    def _lost_at_cancel(self, row: BatchRow, failed: BaseException) -> None:
-        """End a row whose deadline cancel failed for want of contact ``unknown``, its
-        request id kept for a rerun (under the lock)."""
-        cancel = f"its cancel failed ({type(failed).__name__}: {failed})"
+    def _lost_at_cancel(self, row: BatchRow, cancel: str) -> None:
+        """End a row whose deadline cancel and polls failed for want of contact
+        ``unknown``, its request id kept for a rerun (under the lock)."""
         if row.lost:  # out of contact since before its deadline
             self._lost_past_deadline(row, f"; {cancel}")
             return

@@ -19,7 +19,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
@@ -495,8 +495,28 @@ def _shortened(value: Any) -> Any:
     return value
 
 
-_LITERALS = (str, bytes, int, float, bool, type(None))
-"""Values whose ``repr`` is a Python literal that reads back the same (finite floats)."""
+_LITERALS: dict[type, Callable[[Any], object]] = {
+    bool: bool,
+    int: int.__int__,
+    float: float.__float__,
+    str: str.__str__,
+    bytes: bytes,
+    type(None): lambda none: none,
+}
+"""Types whose ``repr`` is a Python literal that reads back the same (finite floats), in
+the order a value is tried (bool before int), each with what gives a value of exactly
+that type: a subclass (``np.float64``, an ``IntEnum``) has a ``repr`` that is no literal
+(``np.float64(1.1)``, ``<Choice.FOUR: 4>``), and ``str()`` of a ``(str, Enum)`` is its
+name, not its text."""
+
+
+def _literal(value: Any) -> str | None:
+    """``value``'s Python literal, written as its built-in type's value; None when it
+    has none."""
+    for kind, exact in _LITERALS.items():
+        if isinstance(value, kind):
+            return repr(exact(value))
+    return None
 
 
 def _py(value: Any, indent: int) -> str:
@@ -505,7 +525,9 @@ def _py(value: Any, indent: int) -> str:
     the code parses; :func:`_py_item` says in a comment what it was."""
     pad, inner = "    " * indent, "    " * (indent + 1)
     if isinstance(value, Mapping):
-        rows = [f"{inner}{k!r}: {_py_item(v, indent + 1)}" for k, v in value.items()]
+        rows = [
+            f"{inner}{_literal(k) or repr(k)}: {_py_item(v, indent + 1)}" for k, v in value.items()
+        ]
         return "{\n" + "\n".join(rows) + f"\n{pad}}}" if rows else "{}"
     if isinstance(value, (list, tuple)):
         rows = [f"{inner}{_py_item(v, indent + 1)}" for v in value]
@@ -518,8 +540,8 @@ def _py(value: Any, indent: int) -> str:
     if isinstance(value, os.PathLike):
         return f"Path({os.fspath(value)!r})"
     if isinstance(value, float) and not math.isfinite(value):
-        return f"float({str(value)!r})"
-    return repr(value) if isinstance(value, _LITERALS) else "None"
+        return f"float({str(float.__float__(value))!r})"
+    return _literal(value) or "None"
 
 
 def _py_item(value: Any, indent: int) -> str:
@@ -528,7 +550,7 @@ def _py_item(value: Any, indent: int) -> str:
         text += f"  # shortened: {_inline_summary(value)} of inline data"
     elif isinstance(value, LocalMedia):  # the form holds an upload its field refuses
         text += f"  # {_one_line(repr(value))}: this field refuses it (see the form)"
-    elif not isinstance(value, (Mapping, list, tuple, os.PathLike, *_LITERALS)):
+    elif not isinstance(value, (Mapping, list, tuple, os.PathLike)) and _literal(value) is None:
         text += f"  # {_one_line(repr(value))}: not written, it has no Python literal"
     return text
 

@@ -189,6 +189,28 @@ def test_pasted_imgm_parameters_of_every_shape_are_named(prompt: str, named: str
     assert len(said) == 1 and said[0].startswith(f"prompt: {named} imgM parameters")
 
 
+@pytest.mark.parametrize(
+    ("prompt", "named"),
+    [
+        ("a red fox in snow --ar 16:9.", "--ar"),
+        ("a red fox in snow --ar 16:9, photorealistic", "--ar"),
+        ("a red fox --seed 5 in the rain", "--seed"),
+        ("a red fox \u2014q 0.5; soft light", "\u2014q"),
+        ("a red fox --style raw, in the rain", "--style"),
+        ("a red fox --sref https://x.example/a.png, in blue", "--sref"),
+        ("a red fox, seamless --tile.", "--tile"),
+        ("a red fox --no people.", "--no"),
+    ],
+)
+def test_a_pasted_imgm_parameter_followed_by_prose_is_named(prompt: str, named: str) -> None:
+    """A value is its first word, less a sentence's punctuation, whatever follows it: the
+    whole text up to the next ``--word`` was taken as the value, so ``--ar 16:9.`` or
+    ``--seed 5 in the rain`` went unwarned and the other model read them as words
+    (review-3 fault 3)."""
+    said = said_while(lambda: gw.validate("genW2.5-t2i-preview", {"prompt": prompt}))
+    assert len(said) == 1 and said[0].startswith(f"prompt: {named} is an imgM parameter"), said
+
+
 @pytest.mark.slow
 def test_python_w_ignore_silences_unknown_fields() -> None:
     code = (

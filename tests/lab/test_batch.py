@@ -745,6 +745,85 @@ def test_a_cancel_slow_to_answer_is_not_contact_lost(home: Path, tmp_path: Path)
     assert ManyTasks.cancelled == {row.request_id}
 
 
+class CancelDownPollsLate(OneTaskGateway):
+    """A gateway whose task runs on and whose cancel answers 503. Its polls answer at once
+    until 0.7 s after the create; from then on (a row's deadline of 1 s near) they answer
+    1.5 s late, or with a 503 when ``down`` is set."""
+
+    created = 0.0
+    cancels = 0
+    down = False
+
+    def do_POST(self) -> None:
+        type(self).created = time.monotonic()
+        super().do_POST()
+
+    def do_GET(self) -> None:
+        late = time.monotonic() - self.created >= 0.7
+        if late and self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        if late:
+            threading.Event().wait(1.5)  # slow, but it answers
+        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).cancels += 1
+        self.send_json({"detail": "cancel backend busy"}, code=503)
+
+
+@pytest.mark.slow
+def test_a_failed_deadline_cancel_with_polls_answered_is_left_running_not_lost(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row whose deadline cancel gets a 503 while its polls are answered (slowly) is in
+    contact: it waits the cancel's grace and is left running, its cancel kept and sent
+    again. It ended ``unknown`` ("contact lost") at the next tick after the 503, before the
+    poll the cancel woke had come back (review-3 fault 2)."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 3.0)
+    monkeypatch.setattr(CancelDownPollsLate, "cancels", 0)
+    monkeypatch.setattr(CancelDownPollsLate, "down", False)
+    gateway = LoopbackServer(CancelDownPollsLate)
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, max_retries=0) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
+            ).wait(timeout=120, progress="none")
+            [row] = batch.rows
+            assert row.status == "left running", row.error
+            assert "its cancel was not taken within 3 s (the gateway failed" in (row.error or "")
+            assert wait_for(lambda: CancelDownPollsLate.cancels >= 2, timeout=60)  # sent again
+    finally:
+        gateway.close()
+
+
+@pytest.mark.slow
+def test_a_failed_deadline_cancel_with_polls_failing_too_is_unknown_at_once(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row whose deadline cancel gets a 503 and whose polls get 503s too is out of
+    contact: ``unknown`` (its request id kept for a rerun) as soon as a poll of its own
+    fails, long before the cancel's grace and the poller's failure limit."""
+    monkeypatch.setattr(CancelDownPollsLate, "cancels", 0)
+    monkeypatch.setattr(CancelDownPollsLate, "down", True)
+    patient = gw.PollPolicy(failure_limit=50)
+    gateway = LoopbackServer(CancelDownPollsLate)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patient
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
+            ).wait(timeout=20, progress="none")
+            [row] = batch.rows
+            assert row.status == "unknown" and row.request_id == "r1", row.error
+            assert "its cancel failed (ServerError: HTTP 503" in (row.error or "")
+            assert "and so did a poll of it (ServerError: HTTP 503" in (row.error or "")
+    finally:
+        gateway.close()
+
+
 class AlwaysDown(OneTaskGateway):
     """A gateway that took the create, then answers every poll and cancel 503."""
 

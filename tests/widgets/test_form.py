@@ -6,6 +6,7 @@ import ast
 import base64
 import dataclasses
 import datetime
+import enum
 import html
 import io
 import json
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
+import numpy as np
 import pytest
 from loopback import LoopbackServer, QuietHandler
 from PIL import Image
@@ -731,6 +733,14 @@ def test_the_code_view_parses_and_names_a_refused_upload() -> None:
     assert ">: this field refuses it (see the form)" in code
 
 
+class Choice(enum.IntEnum):
+    FOUR = 4
+
+
+class Word(str, enum.Enum):
+    KITE = "a kite"
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -742,6 +752,11 @@ def test_the_code_view_parses_and_names_a_refused_upload() -> None:
         float("nan"),
         float("-inf"),
         True,
+        # subclasses of the literal types, whose repr is no literal (review-3 fault 4)
+        np.float64(1.1),
+        np.float64("inf"),
+        Choice.FOUR,
+        Word.KITE,
         None,
         b"bytes",
         [],
@@ -758,7 +773,9 @@ def test_the_code_view_parses_and_names_a_refused_upload() -> None:
 def test_the_python_code_parses_whatever_a_field_holds(value: Any) -> None:
     """Every kind of value a form's field can hold, at the top, in a list and in an object
     of a list, is written as Python that parses and runs (``Path`` imported when used);
-    what has no literal is ``None`` with a comment."""
+    what has no literal is ``None`` with a comment. A subclass of a literal type (a grid
+    axis of ``np.linspace``'s floats, an ``IntEnum``) is written as its built-in value:
+    its repr ``np.float64(1.1)`` raised NameError, ``<Choice.FOUR: 4>`` did not parse."""
     payload = {"prompt": value, "rows": [value, {"image": value}]}
     code = python_code("genW2.5-t2i-preview", payload)
     ast.parse(code)
@@ -773,6 +790,8 @@ def test_the_python_code_parses_whatever_a_field_holds(value: Any) -> None:
         assert read is None and "# <object object at " in code
     elif not (isinstance(value, str) and value.startswith("data:")):
         assert read == (list(value) if isinstance(value, tuple) else value)
+    if isinstance(value, (int, float, str, bytes)):
+        assert type(read) in (bool, int, float, str, bytes)  # the built-in value
     assert len(namespace["payload"]["rows"]) == 2
 
 

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -860,6 +861,49 @@ def test_closing_a_ledger_a_lock_keeps_out_says_what_it_could_not_write(
         assert len(again.rows()) == 1  # the closed writer gave its copy up: no second row
         # kept with the key that made it: another key's client leaves it alone
         assert not found.made_with_another_key(key) and found.made_with_another_key("0" * 12)
+
+
+@pytest.mark.timeout(90)
+def test_a_close_never_waits_for_ever_on_an_appender_stopped_holding_the_pending_notes(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """Another process stopped mid-append to the pending notes (Ctrl-Z, a hung NFS lock)
+    kept their ``flock``: a close whose writes a lock kept out waited for it with no
+    limit, so a kernel or command never exited (review-5 fault 3). It waits a few
+    seconds, then appends its notes after the torn line, whole, and says so."""
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    Ledger(path).close()
+    lock = locked(path)
+    led = Ledger(path, busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+    led.writes.record_handle(row, handle("paid"))
+    stopped = os.open(pending, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    said: list[str] = []
+
+    def close() -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            led.close()
+        said.extend(str(w.message) for w in caught)
+
+    closing = threading.Thread(target=close, daemon=True)
+    try:
+        fcntl.flock(stopped, fcntl.LOCK_EX)
+        os.write(stopped, b'{"ticket": 7, "gatew')  # stopped here, holding the lock
+        closing.start()
+        closing.join(60)
+        assert not closing.is_alive(), "close() still waits for the pending file's lock"
+    finally:
+        os.close(stopped)  # the stopped appender lets go (an old close ends now)
+        closing.join(60)
+    assert f"{ENDPOINT} paid" in " ".join(said) and f"was kept in {pending}" in " ".join(said)
+    lock.release()
+    with Ledger(path) as again:
+        assert again.flush(30)
+        found = again.get(GATEWAY, "paid")
+        assert found is not None and found.state == "submitted"
 
 
 @pytest.mark.parametrize("restarted", [False, True], ids=["removed", "replaced"])

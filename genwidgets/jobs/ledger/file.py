@@ -56,6 +56,10 @@ _HERE = os.path.dirname(__file__)
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
 #: beside the ledger: the notes of writes a process could not apply before it ended
 PENDING_SUFFIX = ".pending.jsonl"
+#: how long an append waits for another appender's ``flock`` on the pending notes before
+#: it appends without it: a holder stopped mid-append (Ctrl-Z, a hung NFS lock) must
+#: never keep a close or an exit waiting for ever (docs/decisions.md#ledger-left-behind)
+PENDING_LOCK_WAIT = 3.0
 #: seconds between two checks that the path still leads to the file the writer has open
 MOVED_CHECK_EVERY = 1.0
 
@@ -527,8 +531,7 @@ class LedgerFile:
         except (OSError, TypeError, ValueError) as exc:
             return str(exc)
         try:
-            if fcntl is not None:  # two processes appending: one after the other
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = self._lock_pending(fd)
             size = os.fstat(fd).st_size
             os.lseek(fd, max(0, size - 1), os.SEEK_SET)
             if size and os.read(fd, 1) != b"\n":
@@ -539,14 +542,39 @@ class LedgerFile:
                     done += os.write(fd, data[done:])
                 os.fsync(fd)
             except OSError:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, size)
+                if locked:  # unlocked, the bytes past ``size`` may be another's too
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, size)
                 raise
         except OSError as exc:
             return str(exc)
         finally:
             os.close(fd)  # releases the lock
         return ""
+
+    def _lock_pending(self, fd: int) -> bool:
+        """Take the pending file's ``flock`` (two appenders: one after the other), tried
+        for :data:`PENDING_LOCK_WAIT`; False: appended without it (a holder stopped
+        mid-append, a hung lock), whole lines still, as a torn last line is ended first."""
+        if fcntl is None:
+            return False
+        deadline = time.monotonic() + PENDING_LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    log.warning(
+                        "genwidgets: another process held %s for %g s; its notes are "
+                        "appended without waiting longer",
+                        self.pending_path,
+                        PENDING_LOCK_WAIT,
+                    )
+                    return False
+                time.sleep(0.05)
+            except OSError:  # no locks here (some network file systems)
+                return False
 
     def left_behind(self, notes: list[Note], unwritten: int) -> None:
         """Writes still queued when the writer stopped or the process ends (a lock held

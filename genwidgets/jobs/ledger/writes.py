@@ -113,8 +113,9 @@ def _latest_outputs(
 ) -> tuple[int, list[dict[str, Any]]] | None:
     """The id and outputs of the newest row recorded for a task, or None. Read as the
     file's bytes: any that are not UTF-8 (a stray write) become surrogates, which
-    :func:`_outputs_text` writes back as they were (the connection's text factory
-    would put U+FFFD in their place, on disk, for good)."""
+    :func:`_outputs_text` writes back as their JSON escapes: the same bytes again under
+    ``os.fsencode`` (the connection's text factory would put U+FFFD in their place, on
+    disk, for good)."""
     found = conn.execute(
         "SELECT id, CAST(outputs AS BLOB) FROM tasks WHERE id = "
         "(SELECT max(id) FROM tasks WHERE gateway = ? AND request_id = ?)",
@@ -126,15 +127,11 @@ def _latest_outputs(
     return row_id, json.loads(bytes(outputs).decode("utf-8", errors="surrogateescape"))
 
 
-def _outputs_text(outputs: list[dict[str, Any]]) -> str | bytes:
-    """``outputs`` as a row keeps them (JSON), for ``outputs = CAST(? AS TEXT)``: the
-    bytes that were not UTF-8 when :func:`_latest_outputs` read them are written back
-    unchanged, never replaced in silence."""
-    text = json.dumps(outputs, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="surrogateescape")
+def _outputs_text(outputs: list[dict[str, Any]]) -> str:
+    """``outputs`` as a row keeps them: JSON in ASCII, every surrogate as its escape.
+    Never as raw bytes: a surrogate may be a path's (a home under a folder whose name is
+    not UTF-8) or an escape already in the row, and raw it would read back as U+FFFD,
+    naming no file (docs/decisions.md#ledger-rows)."""
     return json.dumps(outputs)
 
 
@@ -475,7 +472,7 @@ class LedgerWrites:
                     record.update({k: earlier.get(k) for k in ("path", "sha256", "size")})
             written = conn.execute(
                 "UPDATE tasks SET state = ?, status = ?, queue_position = NULL, ok = ?, "
-                "error = ?, error_type = ?, outputs = CAST(? AS TEXT), finished_at = ?, "
+                "error = ?, error_type = ?, outputs = ?, finished_at = ?, "
                 "updated_at = ?, "
                 f"done_at = coalesce(done_at, finished_at, ?) WHERE id = ?{only_if}",
                 (
@@ -566,7 +563,7 @@ class LedgerWrites:
                 record.pop(COPY_FAILED_AT, None)
                 record.pop(COPY_GIVEN_UP, None)
             conn.execute(
-                "UPDATE tasks SET outputs = CAST(? AS TEXT), updated_at = ? WHERE id = ?",
+                "UPDATE tasks SET outputs = ?, updated_at = ? WHERE id = ?",
                 (_outputs_text(outputs), now, row_id),
             )
             return True

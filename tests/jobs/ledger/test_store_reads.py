@@ -121,7 +121,8 @@ def test_writes_that_rewrite_a_rows_outputs_keep_its_bytes_that_are_not_utf8(
 ) -> None:
     """A row whose saved path held bytes that are not UTF-8: recording another output's
     copy (or the result) read the outputs back with U+FFFD in their place and wrote
-    that, changing the file for good, in silence (review of ledgerfix)."""
+    that, changing the file for good, in silence (review of ledgerfix). They are kept as
+    their escapes, which read back as the path with those bytes (review-5)."""
     row = intent(ledger)
     ledger.writes.record_handle(row, Handle.from_body(ENDPOINT, {"request_id": "t1"}, GATEWAY))
     bad = b'[{"index": 0, "path": "/data/out-\xff\xfe.png", "sha256": null, "size": 3}]'
@@ -136,12 +137,57 @@ def test_writes_that_rewrite_a_rows_outputs_keep_its_bytes_that_are_not_utf8(
 
     try:
         assert ledger.writes.record_output_path(GATEWAY, "t1", 1, None, error="down").result(30)
-        assert b"/data/out-\xff\xfe.png" in on_disk() and b'"index": 1' in on_disk()
+        assert b"/data/out-\\udcff\\udcfe.png" in on_disk() and b'"index": 1' in on_disk()
         urls = [{"url": f"{GATEWAY}/files/{n}.png"} for n in (0, 1)]
         result = Result.from_body({"request_id": "t1", "status": "COMPLETED", "outputs": urls})
         assert ledger.writes.record_result(GATEWAY, "t1", result).result(30)
-        assert b"/data/out-\xff\xfe.png" in on_disk() and b"\xef\xbf\xbd" not in on_disk()
+        assert b"\xef\xbf\xbd" not in on_disk()
         found = ledger.get(GATEWAY, "t1")
         assert found is not None and found.state == "finished"
+        assert os.fsencode(found.outputs[0]["path"]) == b"/data/out-\xff\xfe.png"
     finally:
         con.close()
+
+
+def test_a_copy_under_a_folder_whose_name_is_not_utf8_is_recorded_as_on_disk(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    """A home under a Latin-1 folder (``caf\\xe9``: Python holds a surrogate): the path was
+    written as the raw byte, read back with U+FFFD, named no file, and the copy counted as
+    gone, downloaded again at every resume (review-5 fault 1)."""
+    folder = tmp_path / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    saved = folder / "out.png"
+    saved.write_bytes(b"png")
+    row = intent(ledger)
+    ledger.writes.record_handle(row, Handle.from_body(ENDPOINT, {"request_id": "t1"}, GATEWAY))
+    assert ledger.writes.record_output_path(GATEWAY, "t1", 0, saved, size=3).result(30)
+    found = ledger.get(GATEWAY, "t1")
+    assert found is not None and found.outputs[0]["path"] == str(saved)
+    assert found.copies_gone == []
+
+
+@pytest.mark.parametrize("escape", ["\\udc80", "\\ud83e"])
+def test_a_row_holding_the_escape_of_a_lone_surrogate_is_kept_by_its_writes(
+    ledger: Ledger, escape: str
+) -> None:
+    """A row holding a JSON escape of a lone surrogate (valid ASCII JSON: an older writer,
+    another tool): the next copy's record wrote ``\\udc80`` as a raw byte (read as U+FFFD
+    for good) or failed on ``\\ud83e``, so the copy was never recorded and downloaded
+    again at every resume (review-5 fault 2)."""
+    row = intent(ledger)
+    ledger.writes.record_handle(row, Handle.from_body(ENDPOINT, {"request_id": "t1"}, GATEWAY))
+    stored = f'[{{"index": 0, "path": null, "file_name": "heron {escape}.png"}}]'
+    assert ledger.flush(30)
+    con = sqlite3.connect(ledger.path)
+    try:
+        con.execute("UPDATE tasks SET outputs = ? WHERE id = ?", (stored, row))
+        con.commit()
+        assert ledger.writes.record_output_path(GATEWAY, "t1", 0, "/data/heron.png").result(30)
+        con.text_factory = bytes
+        (kept,) = con.execute("SELECT outputs FROM tasks WHERE id = ?", (row,)).fetchone()
+    finally:
+        con.close()
+    assert f"heron {escape}.png".encode() in bytes(kept)
+    found = ledger.get(GATEWAY, "t1")
+    assert found is not None and found.outputs[0]["path"] == "/data/heron.png"

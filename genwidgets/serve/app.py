@@ -265,11 +265,18 @@ async def _record_create(
         log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
         why = f"The class gateway's upstream did not answer ({answer.message})"
         return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
-    # a refusal by the client's rule, a 200 in the spec's error shape too (its error codes
-    # are shown, not their statuses): never made, so never a task to charge
-    refused = answer.status < 500 and (answer.refused or answer.status >= 300)
+    # refused, never made, so never a task to charge: a 3xx or 4xx, a 2xx in the spec's
+    # error shape (its error codes are shown, not their statuses), or a rate limit under any
+    # status (the simulator's replicate dialect answers it 503). Any other 5xx may have
+    # been made: its error shape's ``request_id`` is the error's, never a task's.
+    refused = (
+        300 <= answer.status < 500
+        or (answer.status < 300 and answer.refused)
+        or _says_rate_limited(answer.body)
+    )
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
-    if not refused and isinstance(upstream_id, str) and upstream_id:
+    made = not refused and 200 <= answer.status < 300
+    if made and isinstance(upstream_id, str) and upstream_id:
         # logged before it is written: if the write fails, the teacher can still settle it
         log.info(
             "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id

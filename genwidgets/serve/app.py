@@ -308,13 +308,14 @@ async def _record_create(
 
 
 def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: bool) -> Response:
-    """An upstream refusal as the student sees it: a 429 with its Retry-After (and the
-    process holds creates back as long, at most :data:`GATE_CEILING`, as the client
-    waits), the teacher's key refused as the server's fault, anything else as upstream
-    said it."""
+    """An upstream refusal as the student sees it: a 429 with its Retry-After (and, for a
+    create's, the process holds creates back as long, at most :data:`GATE_CEILING`, as
+    the client waits), the teacher's key refused as the server's fault, anything else as
+    upstream said it."""
     if answer.status == 429 or _says_rate_limited(answer.body):
         wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
-        state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
+        if refused_create:  # a poll's limit is its poller's: upstream may still take creates
+            state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
         raise rate_limited(wait)
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)

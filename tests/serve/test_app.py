@@ -991,6 +991,27 @@ def test_the_simulators_replicate_rate_limit_makes_no_task(tmp_path: Path) -> No
     assert newest_first == [("refused", False), ("open", True)]
 
 
+def test_a_polls_429_holds_back_only_its_poller(refusing: tuple[str, Database]) -> None:
+    """A status poll answered ``429 Retry-After: 600`` held every create of the class
+    back for 10 minutes, though upstream limited only polls. The poller is told to
+    wait; a classmate's create goes on."""
+    base, db = refusing
+    alice, bob = add_key(db, "alice", {"tasks": 2}), add_key(db, "bob", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        handle = api.post(
+            f"/v1/queue/{IMAGE}", json=ONE, headers={"Authorization": f"Bearer {alice}"}
+        ).json()
+        RefusingUpstream.poll = (429, {"detail": "Too many status requests"}, "600")
+        polled = api.get(handle["status_url"], headers={"Authorization": f"Bearer {alice}"})
+        assert polled.status_code == 429 and int(polled.headers["retry-after"]) == 600
+        RefusingUpstream.poll = None
+        created = api.post(
+            f"/v1/queue/{IMAGE}", json=ONE, headers={"Authorization": f"Bearer {bob}"}
+        )
+    assert created.status_code == 200, created.text
+    assert [t["state"] for t in tasks_of(db)] == ["open", "open"]
+
+
 class HeldUpstream(OneTaskGateway):
     """An upstream whose create waits for ``go``, then makes task ``r1`` or, with
     ``refuse``, answers 422; ``r1``'s status says it completed."""

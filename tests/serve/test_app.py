@@ -948,6 +948,9 @@ def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
         RefusingUpstream.create = None  # upstream would take it: held back all the same
         held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 60
+        admin = add_key(db, "teacher", {}, admin=True)
+        page = api.get("/admin", headers={"Authorization": f"Bearer {admin}"})
+        assert "this process sends no create for" in page.text  # the teacher sees why
     assert [t["state"] for t in tasks_of(db)] == ["refused"]  # the held-back one: never made
 
 

@@ -265,11 +265,18 @@ async def _record_create(
         log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
         why = f"The class gateway's upstream did not answer ({answer.message})"
         return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
-    # a refusal by the client's rule, a 200 in the spec's error shape too (its error codes
-    # are shown, not their statuses): never made, so never a task to charge
-    refused = answer.status < 500 and (answer.refused or answer.status >= 300)
+    # refused, never made, so never a task to charge: a 3xx or 4xx, a 2xx in the spec's
+    # error shape (its error codes are shown, not their statuses), or a rate limit under any
+    # status (the simulator's replicate dialect answers it 503). Any other 5xx may have
+    # been made: its error shape's ``request_id`` is the error's, never a task's.
+    refused = (
+        300 <= answer.status < 500
+        or (answer.status < 300 and answer.refused)
+        or _says_rate_limited(answer.body)
+    )
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
-    if not refused and isinstance(upstream_id, str) and upstream_id:
+    made = not refused and 200 <= answer.status < 300
+    if made and isinstance(upstream_id, str) and upstream_id:
         # logged before it is written: if the write fails, the teacher can still settle it
         log.info(
             "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
@@ -301,13 +308,14 @@ async def _record_create(
 
 
 def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: bool) -> Response:
-    """An upstream refusal as the student sees it: a 429 with its Retry-After (and the
-    process holds creates back as long, at most :data:`GATE_CEILING`, as the client
-    waits), the teacher's key refused as the server's fault, anything else as upstream
-    said it."""
+    """An upstream refusal as the student sees it: a 429 with its Retry-After (and, for a
+    create's, the process holds creates back as long, at most :data:`GATE_CEILING`, as
+    the client waits), the teacher's key refused as the server's fault, anything else as
+    upstream said it."""
     if answer.status == 429 or _says_rate_limited(answer.body):
         wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
-        state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
+        if refused_create:  # a poll's limit is its poller's: upstream may still take creates
+            state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
         raise rate_limited(wait)
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)

@@ -39,8 +39,10 @@ UNKNOWN_EVERY = 60.0
 def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
     """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
     (id, endpoint, upstream id, state, since when upstream answered only 404s for it).
-    Those never looked at come first: PostgreSQL sorts a NULL ``checked_at`` last, and a
-    batch's worth of due tasks kept a new one from ever being asked about there."""
+    Half a batch goes to tasks never looked at, oldest first, half to those looked at,
+    longest unseen first, and one kind's unused places to the other: neither waits
+    forever behind a steady stream of the other, on both databases alike (a single
+    order by ``checked_at`` put NULLs last on PostgreSQL and first on SQLite)."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
@@ -54,14 +56,26 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
                 ("the server stopped while sending this create", task_id),
             )
             update_followers(tx, task_id)
-        rows = tx.rows(  # and, less often, those upstream answered 404 for (a restart?)
+        due = (
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
-            "WHERE upstream_id IS NOT NULL "
-            "AND (state IN ('open', 'cancelling') AND (checked_at IS NULL OR checked_at < ?) "
-            "OR state = 'unknown' AND (checked_at IS NULL OR checked_at < ?)) "
-            "ORDER BY COALESCE(checked_at, 0) LIMIT ?",  # never looked at first, on both
+            "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ?"
+        )
+        fresh = tx.rows(
+            due.format(
+                "checked_at IS NULL AND state IN ('open', 'cancelling', 'unknown')", "created_at"
+            ),
+            (BATCH,),
+        )
+        seen = tx.rows(  # and, less often, those upstream answered 404 for (a restart?)
+            due.format(
+                "(state IN ('open', 'cancelling') AND checked_at < ? "
+                "OR state = 'unknown' AND checked_at < ?)",
+                "checked_at",
+            ),
             (now - older_than, now - max(older_than, UNKNOWN_EVERY), BATCH),
         )
+        take_seen = min(len(seen), max(BATCH // 2, BATCH - len(fresh)))
+        rows = fresh[: BATCH - take_seen] + seen[:take_seen]
         for row in rows:
             tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now, row[0]))
         return rows

@@ -131,7 +131,6 @@ class Upstream:
             with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
                 parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
-        # read as a student's client reads it: only whether it says the task is gone is kept
         # read as a student's client reads it: whether it says the task is gone, whether
         # it is a refusal (the spec shows no status for its errors)
         read = Answer(answer.status, httpx.Headers(), url=httpx.URL(path), content=raw)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from functools import partial
 from typing import Any
 
@@ -120,9 +121,10 @@ _STYLE = Html(
 )
 
 
-def usage_html(report: dict[str, Any]) -> str:
+def usage_html(report: dict[str, Any], held_back: float = 0.0) -> str:
     """The admin page: per key, spent and reserved against each cap, and the task counts;
-    per group, held against its caps (escaped text, no script)."""
+    per group, held against its caps (escaped text, no script); and, while upstream's
+    429 to a create holds this process's creates back, for how long still."""
     keys = report["keys"]
     shown = [
         k
@@ -173,6 +175,18 @@ def usage_html(report: dict[str, Any]) -> str:
             " · ",
             tag("a", {"href": "admin/usage.json"}, "JSON"),
         ),
+        *(
+            [
+                tag(
+                    "p",
+                    None,
+                    f"Upstream refused a create with a rate limit: this process sends no "
+                    f"create for {held_back:.0f} s more (students are told to wait as long).",
+                )
+            ]
+            if held_back > 0
+            else []
+        ),
         tag("h2", None, "Students"),
         _table(head, rows),
         tag("h2", None, "Groups"),
@@ -205,7 +219,7 @@ async def admin(request: Request, form: str = "html") -> Response:
             headers={"Content-Disposition": "attachment; filename=usage.csv"},
         )
     page = HTMLResponse(
-        usage_html(report),
+        usage_html(report, state.upstream_free_at - time.monotonic()),
         headers={
             "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
             "Cache-Control": "no-store",

@@ -813,14 +813,17 @@ class RefusingUpstream(OneTaskGateway):
     (``cancelled``: its status says the task ended cancelled by the user)."""
 
     create: tuple[int, Any, str | None] | None = None
+    poll: tuple[int, Any, str | None] | None = None
     cancel: tuple[int, bytes] = (200, b'{"status": "CANCELLATION_REQUESTED"}')
     cancelled = False
 
     def do_POST(self) -> None:
         if self.create is None:
             return super().do_POST()
-        status, body, wait = self.create
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_scripted(*self.create)
+
+    def send_scripted(self, status: int, body: Any, wait: str | None) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -831,7 +834,9 @@ class RefusingUpstream(OneTaskGateway):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        if type(self).cancelled:
+        if self.poll is not None:
+            self.send_scripted(*self.poll)
+        elif type(self).cancelled:
             ended = {"status": "COMPLETED", "error": "cancelled by user"}
             self.send_json({"request_id": "r1", **ended, "error_type": "cancelled"})
         else:
@@ -850,7 +855,7 @@ class RefusingUpstream(OneTaskGateway):
 def refusing(tmp_path: Path) -> Iterator[tuple[str, Database]]:
     """A class server (its address and database) over a :class:`RefusingUpstream`, its
     answers reset; no sweep."""
-    RefusingUpstream.create, RefusingUpstream.cancelled = None, False
+    RefusingUpstream.create, RefusingUpstream.poll, RefusingUpstream.cancelled = None, None, False
     RefusingUpstream.cancel = (200, b'{"status": "CANCELLATION_REQUESTED"}')
     upstream_server = LoopbackServer(RefusingUpstream)
     db = Database(tmp_path / "class.db")
@@ -863,6 +868,21 @@ def refusing(tmp_path: Path) -> Iterator[tuple[str, Database]]:
         upstream_server.close()
 
 
+def create_answered(
+    refusing: tuple[str, Database], status: int, code: str
+) -> tuple[httpx.Response, dict[str, Any]]:
+    """alice's create, upstream answering ``status`` in the spec's error shape with
+    ``code``, its ``request_id`` (``e1``) and ``Retry-After: 7``: our answer and task."""
+    base, db = refusing
+    body = {"error": {"code": code, "message": "no"}, "request_id": "e1"}
+    RefusingUpstream.create = (status, body, "7")
+    token = add_key(db, "alice", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    return answer, tasks_of(db)[0]
+
+
 @pytest.mark.parametrize("code", ["RATE_LIMIT_EXCEEDED", "CONTENT_POLICY"])
 def test_a_create_refused_under_a_200_is_passed_on_and_never_charged(
     refusing: tuple[str, Database], code: str
@@ -871,23 +891,13 @@ def test_a_create_refused_under_a_200_is_passed_on_and_never_charged(
     ``{"error": {"code": "RATE_LIMIT_EXCEEDED"}, "request_id": "e1"}`` was recorded as a
     paid task ``e1`` and the student handed a handle, though the client reads it as a
     refusal. It is one here too: released, and a rate limit is a 429 with its wait."""
-    base, db = refusing
-    RefusingUpstream.create = (
-        200,
-        {"error": {"code": code, "message": "no"}, "request_id": "e1"},
-        "7",
-    )
-    token = add_key(db, "alice", {"tasks": 2})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
-        answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    answer, task = create_answered(refusing, 200, code)
     assert is_refusal(Answer.of(answer)), answer.text
     assert answer.json()["error"]["code"] == code
     if code == "RATE_LIMIT_EXCEEDED":
         assert answer.status_code == 429 and int(answer.headers["retry-after"]) == 7
-    task = tasks_of(db)[0]
     assert (task["state"], task["charged"]) == ("refused", False) and code in task["error"]
-    assert key_usage(db, "alice")["held"] == {}
+    assert key_usage(refusing[1], "alice")["held"] == {}
 
 
 @pytest.mark.parametrize(
@@ -938,7 +948,71 @@ def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
         RefusingUpstream.create = None  # upstream would take it: held back all the same
         held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 60
+        admin = add_key(db, "teacher", {}, admin=True)
+        page = api.get("/admin", headers={"Authorization": f"Bearer {admin}"})
+        assert "this process sends no create for" in page.text  # the teacher sees why
     assert [t["state"] for t in tasks_of(db)] == ["refused"]  # the held-back one: never made
+
+
+@pytest.mark.parametrize("code", ["SERVICE_UNAVAILABLE", "RATE_LIMIT_EXCEEDED"])
+def test_a_create_answered_5xx_is_never_a_task_handle(
+    refusing: tuple[str, Database], code: str
+) -> None:
+    """A 503 in the spec's error shape carries the error's own ``request_id``: it was
+    recorded as a paid task ``e1`` and the student handed a handle to nothing. A 5xx is
+    an outcome unknown (502, the task kept reserved for the teacher), but a rate limit,
+    whatever its status, is upstream's refusal: given back, a 429 with its wait."""
+    answer, task = create_answered(refusing, 503, code)
+    if code == "RATE_LIMIT_EXCEEDED":
+        assert answer.status_code == 429 and int(answer.headers["retry-after"]) == 7
+        assert (task["state"], task["charged"]) == ("refused", False)
+    else:
+        assert answer.status_code == 502, answer.text
+        assert answer.json()["error"]["code"] == "UPSTREAM_ERROR"
+        assert task["id"] in answer.json()["error"]["message"]
+        assert (task["state"], task["charged"]) == ("unknown", True)
+
+
+def test_the_simulators_replicate_rate_limit_makes_no_task(tmp_path: Path) -> None:
+    """The simulator in its replicate dialect refuses a create over its rate limit with
+    a 503 ``RATE_LIMIT_EXCEEDED`` that names a ``request_id``: each was a made, charged
+    task. Only the create upstream made is one; the refused one is a 429."""
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 10})
+    sim = SimConfig(speed=20.0, keys=(TEACHER_KEY,), dialect="replicate", create_rate_limit=0.2)
+    with SimulatorServer(sim, port=0) as upstream:
+        config = ServeConfig(upstream=Upstream(upstream.base_url, TEACHER_KEY), database=db)
+        with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            answers = [
+                api.post(f"/v1/queue/{IMAGE}", json={"prompt": f"fox {i}", "n": 1}, timeout=60)
+                for i in range(2)
+            ]
+    assert [a.status_code for a in answers] == [200, 429]
+    newest_first = [(t["state"], t["charged"]) for t in tasks_of(db)]
+    assert newest_first == [("refused", False), ("open", True)]
+
+
+def test_a_polls_429_holds_back_only_its_poller(refusing: tuple[str, Database]) -> None:
+    """A status poll answered ``429 Retry-After: 600`` held every create of the class
+    back for 10 minutes, though upstream limited only polls. The poller is told to
+    wait; a classmate's create goes on."""
+    base, db = refusing
+    alice, bob = add_key(db, "alice", {"tasks": 2}), add_key(db, "bob", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        handle = api.post(
+            f"/v1/queue/{IMAGE}", json=ONE, headers={"Authorization": f"Bearer {alice}"}
+        ).json()
+        RefusingUpstream.poll = (429, {"detail": "Too many status requests"}, "600")
+        polled = api.get(handle["status_url"], headers={"Authorization": f"Bearer {alice}"})
+        assert polled.status_code == 429 and int(polled.headers["retry-after"]) == 600
+        RefusingUpstream.poll = None
+        created = api.post(
+            f"/v1/queue/{IMAGE}", json=ONE, headers={"Authorization": f"Bearer {bob}"}
+        )
+    assert created.status_code == 200, created.text
+    assert [t["state"] for t in tasks_of(db)] == ["open", "open"]
 
 
 class HeldUpstream(OneTaskGateway):

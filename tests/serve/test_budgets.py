@@ -324,3 +324,31 @@ def test_the_sweep_reaches_a_task_never_looked_at_while_many_are_due(db: Databas
 
     db.run(fill)
     assert "new" in [row[0] for row in claim(db, 5.0, now)]
+
+
+def test_the_sweep_reaches_a_task_it_looked_at_while_new_ones_keep_coming(db: Database) -> None:
+    """Never-looked-at tasks came first: while a class made a batch's worth of creates
+    per sweep, a task the sweep had looked at once was never asked about again (an
+    unpolled task that ended kept its running place). Both kinds get their turn."""
+    from genwidgets.serve.sweep import BATCH, claim
+
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    start, every = 2_000_000_000.0, 5.0
+
+    def opened(now: float) -> str:
+        task_id = reserve(db, "alice", IMAGE, amounts, now=now).task_id
+        move(db, task_id, "open", upstream_id=f"up-{task_id}")
+        return task_id
+
+    looked_at = opened(start)
+    assert [row[0] for row in claim(db, every, start)] == [looked_at]
+    claimed: list[str] = []
+    for sweep in range(1, 4):
+        now = start + sweep * every
+        new = [opened(now - 0.01 * (i + 1)) for i in range(BATCH)]
+        claimed = [row[0] for row in claim(db, every, now)]
+        if looked_at in claimed:
+            break
+    assert looked_at in claimed
+    assert set(new) & set(claimed)  # and new ones are still reached

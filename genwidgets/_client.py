@@ -581,9 +581,9 @@ class Client:
     @staticmethod
     def _ledger_off(exc: BaseException) -> str:
         """Why the ledger is off, said from what the home is: a file, a folder at the
-        ledger's name, a full disk, a folder that cannot be written (outputs cannot be
-        saved either, but for a folder at the ledger's name), and the fix; an error of
-        the ledger's own (a newer schema) already says its fix
+        ledger's name, a link to a missing place, a full disk, a folder that cannot be
+        written (outputs cannot be saved either, but for a folder at the ledger's name),
+        and the fix; an error of the ledger's own (a newer schema) already says its fix
         (docs/decisions.md#ledger-off)."""
         where, env = _config.home(), _config.ENV_HOME
         said = _config.redact(str(exc))
@@ -591,7 +591,10 @@ class Client:
         above = next((p for p in where.parents if p.exists()), where)
         anew = f"Set {env} to a folder you can write."
         full = getattr(cause, "errno", None) == errno.ENOSPC
-        if where.exists() and not where.is_dir():
+        if where.is_symlink() and not where.exists():  # a drive not mounted, a folder moved
+            home_is = f"a link to {os.readlink(where)}, a place that does not exist"
+            fix = f"Mount or make that place, or set {env} to a folder you can write."
+        elif where.exists() and not where.is_dir():
             home_is, fix = "a file, not a folder", anew
         elif not where.exists() and not above.is_dir():
             home_is, fix = f"under the file {above}", anew

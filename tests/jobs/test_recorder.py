@@ -439,12 +439,14 @@ def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_complet
     later.close()
 
 
-def test_a_removed_copy_is_copied_again_by_resume_and_given_up_once_its_url_expired(
+def test_a_removed_copy_is_left_removed_by_resume_and_copied_again_when_asked(
     host: tuple[FileHost, str],
 ) -> None:
-    """The user removed a task's local files: resume copies them again (nothing created);
-    removed again with the URLs expired, the copy is given up, not tried at every resume
-    (a failure used to be kept out by the path still recorded)."""
+    """The user removed a task's local files (to free space): a plain resume leaves them
+    removed, asking the file host nothing (review-5 fault 5: every resume fetched them
+    again, against the user's will); ``resume(recopy=True)`` and ``client.job`` of the
+    task copy them again, creating nothing. Removed again with the URLs expired, the copy
+    is given up, not tried again (a failure used to be kept out by the path recorded)."""
     files, base = host
     client, rid = finished_without_copies(base, saved=2)
     row = client.ledger.get(client.gateway_name, rid)
@@ -452,20 +454,21 @@ def test_a_removed_copy_is_copied_again_by_resume_and_given_up_once_its_url_expi
     for output in row.outputs:
         Path(output["path"]).unlink()
     later = gw.Client(base, KEY)
-    [job] = later.resume()
+    asked = files.asked
+    assert later.resume() == [] and files.asked == asked
+    [job] = later.resume(recopy=True)
     copied(base, job.result(timeout=30))
     for output in job.result().outputs:
         assert output.path is not None
         output.path.unlink()
     files.answer = 410
     again = gw.Client(base, KEY)
-    [job] = again.resume()
-    assert job.result(timeout=30).ok
+    assert again.job("ep", rid).result(timeout=30).ok
     asked = files.asked
     row = again.ledger.get(again.gateway_name, rid)
     assert row is not None and row.copies_pending == [] and row.copies_gone == []
     assert all(why.startswith("URL expired: ") for why in row.copies_given_up.values())
-    assert again.resume() == [] and files.asked == asked  # not tried again
+    assert again.resume(recopy=True) == [] and files.asked == asked  # not tried again
     assert files.creates == 1
     for done in (later, again):
         done.close()

@@ -272,6 +272,13 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
                     "another open kernel holds this task and copies them (client.resume() "
                     "there); this command copies them once that kernel is closed"
                 )
+            elif job.copying.done() and client.ledger is not None:
+                # tried: a copy given up (an expired URL, other bytes at it) says why
+                ended = client.ledger.get(client.gateway_name, rid)
+                given_up = ended.copies_given_up if ended is not None else {}
+                if given_up:
+                    n = f"{len(given_up)} not copied"
+                    why = terminal_text(next(iter(given_up.values())))
             print(f"{rid}: {n}: {why}", file=sys.stderr)
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for

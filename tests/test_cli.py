@@ -529,6 +529,29 @@ def test_removed_local_copies_are_said_missing_and_copied_again_only_when_asked(
     assert file_host.creates == 2 and sorted(file_host.served.values()) == [2] * 4
 
 
+def test_result_of_a_removed_copy_whose_url_now_serves_other_bytes_says_it_was_given_up(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review-5 fault 4: the URLs of removed files now serve other bytes. ``result ID``
+    saves none of them and says why, and ``history`` says so too, instead of the file
+    and the recorded sha256 being replaced in silence."""
+    with genwidgets.Client() as made:
+        job = made.submit("ep", {"prompt": "x"}, validate=False)
+        outputs = job.result(timeout=30).outputs
+    for output in outputs:
+        assert output.path is not None
+        output.path.unlink()
+    file_host.content = "other bytes at"
+    assert main(["result", job.request_id]) == 0
+    said = capsys.readouterr()
+    assert f"{job.request_id}: 2 not copied: the URL now serves other bytes than" in said.err
+    assert not any(Path(str(o.path)).exists() for o in outputs)
+    assert main(["history"]) == 0
+    line = capsys.readouterr().out
+    assert ", 2 local file(s) missing, 2 not copied (the URL now serves other bytes " in line
+    assert "copies them again" not in line
+
+
 def ended_against_a_hanging_gateway(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
 ) -> list[int]:

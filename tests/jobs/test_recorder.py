@@ -474,6 +474,39 @@ def test_a_removed_copy_is_left_removed_by_resume_and_copied_again_when_asked(
         done.close()
 
 
+def test_a_removed_copy_whose_url_now_serves_other_bytes_is_given_up_its_record_kept(
+    host: tuple[FileHost, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The user removed a task's files and its URLs now serve other bytes (ids reused by
+    a restarted simulator, a replaced CDN object): asked for again, the new bytes are
+    checked against the sha256 the ledger recorded, not saved, and the copy given up
+    with why, the record of the removed copy kept and a warning said (review-5 fault 4:
+    the file and the recorded digest were replaced in silence)."""
+    files, base = host
+    client, rid = finished_without_copies(base, saved=2)
+    row = client.ledger.get(client.gateway_name, rid)
+    assert row is not None
+    before = [(o["path"], o["sha256"], o["size"]) for o in row.outputs]
+    for output in row.outputs:
+        Path(output["path"]).unlink()
+    files.content = "other bytes at"
+    later = gw.Client(base, KEY)
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        result = later.job("ep", rid).result(timeout=30)
+    assert result.ok and [o.path for o in result.outputs] == [None, None]
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and [(o["path"], o["sha256"], o["size"]) for o in row.outputs] == before
+    assert not any(Path(path).exists() for path, _, _ in before)
+    assert row.copies_gone == [] and sorted(row.copies_given_up) == [0, 1]
+    for why in row.copies_given_up.values():
+        assert why.startswith("the URL now serves other bytes than the local copy removed since")
+    assert "the URL now serves other bytes than the local copy removed since" in caplog.text
+    asked = files.asked
+    assert later.resume(recopy=True) == [] and files.asked == asked  # not asked again
+    assert files.creates == 1
+    later.close()
+
+
 def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(
     host: tuple[FileHost, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -187,12 +187,13 @@ class LedgerRow:
 
     @property
     def copies_given_up(self) -> dict[int, str]:
-        """Outputs whose local copy will not be tried again, by index: why (an expired
-        URL, :data:`MAX_COPY_TRIES` tries failed)."""
+        """Outputs with no local copy (none made, or removed since) that will not be
+        tried again, by index: why (an expired URL, :data:`MAX_COPY_TRIES` tries failed,
+        a URL that now serves other bytes than the copy recorded)."""
         return {
             int_or_none(o.get("index"), minimum=0) or 0: str(o[COPY_GIVEN_UP])
             for o in self.outputs
-            if not o.get("path") and o.get(COPY_GIVEN_UP)
+            if (not o.get("path") or copy_gone(o)) and o.get(COPY_GIVEN_UP)
         }
 
     def made_with_another_key(self, fingerprint: str | None) -> bool:

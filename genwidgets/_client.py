@@ -581,9 +581,9 @@ class Client:
     @staticmethod
     def _ledger_off(exc: BaseException) -> str:
         """Why the ledger is off, said from what the home is: a file, a folder at the
-        ledger's name, a full disk, a folder that cannot be written (outputs cannot be
-        saved either, but for a folder at the ledger's name), and the fix; an error of
-        the ledger's own (a newer schema) already says its fix
+        ledger's name, a link to a missing place, a full disk, a folder that cannot be
+        written (outputs cannot be saved either, but for a folder at the ledger's name),
+        and the fix; an error of the ledger's own (a newer schema) already says its fix
         (docs/decisions.md#ledger-off)."""
         where, env = _config.home(), _config.ENV_HOME
         said = _config.redact(str(exc))
@@ -591,7 +591,10 @@ class Client:
         above = next((p for p in where.parents if p.exists()), where)
         anew = f"Set {env} to a folder you can write."
         full = getattr(cause, "errno", None) == errno.ENOSPC
-        if where.exists() and not where.is_dir():
+        if where.is_symlink() and not where.exists():  # a drive not mounted, a folder moved
+            home_is = f"a link to {os.readlink(where)}, a place that does not exist"
+            fix = f"Mount or make that place, or set {env} to a folder you can write."
+        elif where.exists() and not where.is_dir():
             home_is, fix = "a file, not a folder", anew
         elif not where.exists() and not above.is_dir():
             home_is, fix = f"under the file {above}", anew
@@ -859,18 +862,22 @@ class Client:
         if row is None or row.endpoint != endpoint:
             return None
         if row.state == FINISHED and row.error_type != GONE:
-            # copied only as resume() would: this key's, newest row, no live kernel's
+            # copied only as resume() would: this key's, newest row, no live kernel's; a
+            # copy removed since too, since this task is asked for by name
             copy = False
-            if row.copies_pending and self._copies:
+            if (row.copies_pending or row.copies_gone) and self._copies:
                 try:
                     copy = bool(
                         self.ledger.with_copies_pending(
-                            self.gateway_name, fingerprint=self._fingerprint, request_id=request_id
+                            self.gateway_name,
+                            fingerprint=self._fingerprint,
+                            request_id=request_id,
+                            removed=True,
                         )
                     )
                 except (LedgerError, OSError) as exc:  # the recorded end still answers
                     log.warning("genwidgets: could not read the ledger: %s", exc)
-            return self._from_row(row, copy=copy)
+            return self._from_row(row, copy=copy, recopy=True)
         if row.made_with_another_key(self._fingerprint):
             warnings.warn(
                 f"genwidgets: task {request_id} was created with another API key than this "
@@ -913,11 +920,15 @@ class Client:
             jobs.sort(key=lambda job: job.submitted_at, reverse=True)  # newest first
         return jobs if limit is None else jobs[:limit]
 
-    def resume(self, *, force: bool = False) -> list[Job]:
+    def resume(self, *, force: bool = False, recopy: bool = False) -> list[Job]:
         """Re-attach every unfinished job of this gateway (after a restart) and return them,
-        then the finished ones whose outputs have no local copy yet: those are copied in
-        the background, each job's ``result()`` returning once its copies were tried
-        (nothing is created or polled again: docs/decisions.md#copies-pending).
+        then the finished ones whose outputs were never copied: those are copied in the
+        background, each job's ``result()`` returning once its copies were tried
+        (nothing is created or polled again: docs/decisions.md#copies-pending). A local
+        copy removed since is left removed (the user may have freed space), unless
+        ``recopy=True``: then every recorded copy is looked for on disk (one ``stat``
+        each) and those gone are copied again; ``client.job(endpoint, id)`` does that
+        for its one task.
 
         Tasks another live kernel polls stay its own unless ``force=True``
         (docs/decisions.md#ledger-leases); tasks another API key created are left to a
@@ -933,19 +944,21 @@ class Client:
         if self._copies:
             try:
                 rows += self.ledger.with_copies_pending(
-                    self.gateway_name, fingerprint=self._fingerprint
+                    self.gateway_name, fingerprint=self._fingerprint, removed=recopy
                 )
             except (LedgerError, OSError) as exc:  # the tasks leased above are still followed
                 log.warning("genwidgets: could not read the ledger's copies pending: %s", exc)
-        return self._from_rows(rows, copy=True)
+        return self._from_rows(rows, copy=True, recopy=recopy)
 
-    def _from_rows(self, rows: list[LedgerRow], *, copy: bool = False) -> list[Job]:
+    def _from_rows(
+        self, rows: list[LedgerRow], *, copy: bool = False, recopy: bool = False
+    ) -> list[Job]:
         """The jobs of ``rows``; a row no address can be made of (an endpoint id recorded
         before ids were checked) is left out with one warning, never every other row."""
         jobs, unusable = [], []
         for row in rows:
             try:
-                jobs.append(self._from_row(row, copy=copy))
+                jobs.append(self._from_row(row, copy=copy, recopy=recopy))
             except ValueError as exc:
                 unusable.append(f"{row.request_id} ({exc})")
         if unusable:
@@ -957,13 +970,15 @@ class Client:
             )
         return jobs
 
-    def _from_row(self, row: LedgerRow, *, copy: bool = False) -> Job:
+    def _from_row(self, row: LedgerRow, *, copy: bool = False, recopy: bool = False) -> Job:
         """The Job of a ledger row, with the URLs the gateway gave when it was created;
-        with ``copy``, a finished one copies its outputs still to be copied (a known
-        job that ended without them is made anew to try again)."""
+        with ``copy``, a finished one copies its outputs never copied (with ``recopy``,
+        those whose copy was removed since too; a known job that ended without them is
+        made anew to try again)."""
         handle = row.handle(self.base_url)
         assert handle is not None
-        copy = copy and self._copies and bool(row.copies_pending)
+        pending = row.copies_pending + (row.copies_gone if recopy else [])
+        copy = copy and self._copies and bool(pending)
         known = self._jobs.get((handle.endpoint, handle.request_id))
         # one that stopped, or ended with its copies pending (and copies none now): anew
         if known is not None and not lost_contact(known) and not (copy and _copy_over(known)):
@@ -974,7 +989,7 @@ class Client:
             submitted_at=row.submitted_at,
             result=row.result(source=gateway_outputs(self._engine, self._gateway)),
             finished_at=row.finished_at,
-            copies_pending=row.copies_pending,
+            copies_pending=pending,
             copy=copy,
         )
 

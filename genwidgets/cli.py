@@ -138,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--wait", type=float, default=None, help="seconds to wait at most")
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
+    resume.add_argument(
+        "--recopy",
+        action="store_true",
+        help="also copy again the local files removed since (looks for every recorded file)",
+    )
     notebooks = commands.add_parser("notebooks", help="copy the teaching notebooks into DIR")
     notebooks.add_argument("dir", help="the folder to copy them into (made if missing)")
     notebooks.add_argument("--force", action="store_true", help="overwrite files there")
@@ -159,10 +164,11 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
         "error": row.error,
         # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
-        # the local copies on disk; those recorded and removed since, apart (resume and
-        # result copy them again while their URL lives)
+        # the local copies on disk; those recorded and removed since, apart: left removed
+        # (space freed on purpose) unless asked for, by `result ID` or `resume --recopy`
         "files": [o["path"] for o in row.outputs if o.get("path") and not copy_gone(o)],
         "files_missing": [o["path"] for o in row.outputs if copy_gone(o)],
+        "copies_removed": row.copies_gone,  # of those, the ones whose source lives
         # outputs with no local copy yet, which resume copies; and those given up, why
         "copies_pending": row.copies_pending,
         "copies_given_up": {str(i): why for i, why in row.copies_given_up.items()},
@@ -171,10 +177,16 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
 
 
 def _copies_in_words(record: dict[str, Any]) -> str:
-    """``, 2 local file(s) missing, 2 copies pending (genwidgets resume copies them)``: a
-    history line's outputs with no local copy, in words (docs/decisions.md#copies-pending)."""
+    """``, 2 local file(s) missing (genwidgets result ID copies them again), 2 copies
+    pending (genwidgets resume copies them)``: a history line's outputs with no local
+    copy, in words (docs/decisions.md#copies-pending)."""
     missing = len(record["files_missing"])
     said = f", {missing} local file(s) missing" if missing else ""
+    if record["copies_removed"]:  # left removed by resume: the user may have freed space
+        again = f"genwidgets result {terminal_text(record['request_id'])} copies them again"
+        if record["made_with_another_key"]:
+            again = "a client of the key that made it copies them again"
+        said += f" ({again})"
     pending, given_up = len(record["copies_pending"]), record["copies_given_up"]
     if pending:
         who = "a client of the key that made it copies them"
@@ -244,7 +256,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
         where = f" (queue position {place})" if place is not None else ""
         said = f"{rid}: {terminal_text(status.status)}{where}"
         return say(args, out | {"queue_position": place}, said)
-    if recorded is not None and row is not None and row.copies_pending:
+    if recorded is not None and row is not None and (row.copies_pending or row.copies_gone):
         # recorded, its outputs not all copied: the job copies them, waited for within
         # --wait (none given: one client timeout in all, not one per output), asking the
         # gateway nothing else
@@ -260,6 +272,13 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
                     "another open kernel holds this task and copies them (client.resume() "
                     "there); this command copies them once that kernel is closed"
                 )
+            elif job.copying.done() and client.ledger is not None:
+                # tried: a copy given up (an expired URL, other bytes at it) says why
+                ended = client.ledger.get(client.gateway_name, rid)
+                given_up = ended.copies_given_up if ended is not None else {}
+                if given_up:
+                    n = f"{len(given_up)} not copied"
+                    why = terminal_text(next(iter(given_up.values())))
             print(f"{rid}: {n}: {why}", file=sys.stderr)
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
@@ -346,7 +365,7 @@ def _lost_contact_words(exc: Exception) -> str:
 
 
 def _resume(client: Client, args: argparse.Namespace) -> int:
-    jobs = client.resume(force=args.force)
+    jobs = client.resume(force=args.force, recopy=args.recopy)
     deadline = None if args.wait is None else time.monotonic() + args.wait
     records = []
     silence: list[Exception | None] = []  # the one ask after a wait with no word: its error

@@ -383,7 +383,8 @@ class TaskTimeout(GenwidgetsError, TimeoutError):
 class DownloadError(GenwidgetsError):
     """One or more outputs could not be saved. ``failures``: ``[(index, reason), ...]``;
     ``expired``: the indexes whose URL the file host said is gone (HTTP 403, 404, 410),
-    which no later try will find; ``capped``: those over a cap, which no later try keeps."""
+    which no later try will find; ``capped``: those over a cap, which no later try keeps;
+    ``other_bytes``: those whose URL now serves other bytes than the copy recorded."""
 
     def __init__(
         self,
@@ -393,12 +394,14 @@ class DownloadError(GenwidgetsError):
         failures: list[tuple[int, str]],
         expired: Sequence[int] = (),
         capped: Sequence[int] = (),
+        other_bytes: Sequence[int] = (),
     ) -> None:
         super().__init__(_shown(message))
         self.request_id = request_id
         self.failures = failures
         self.expired = tuple(expired)
         self.capped = tuple(capped)
+        self.other_bytes = tuple(other_bytes)
 
 
 class LedgerError(GenwidgetsError):

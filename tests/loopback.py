@@ -92,6 +92,7 @@ class FileHost:
         self.answers: dict[int, int] = {}
         self.outputs = 2
         self.html_errors = False
+        self.content = "bytes of"  # a file's bytes: this, then its path (changed: other bytes)
         self.files_open, self.results_open = threading.Event(), threading.Event()
         self.files_open.set()
         self.results_open.set()
@@ -151,7 +152,7 @@ def files_gateway(host: FileHost) -> LoopbackServer:
             if answer != 200:
                 self.send_json({"detail": "file host says no"}, answer)
                 return
-            data = f"bytes of {self.path}".encode()
+            data = f"{host.content} {self.path}".encode()
             self.send_response(200)
             self.send_header("Content-Type", "image/png")
             self.send_header("Content-Length", str(len(data)))

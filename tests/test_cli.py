@@ -486,12 +486,14 @@ def test_history_says_copies_pending_and_result_copies_them(
     assert file_host.creates == 1 and sorted(file_host.served.values()) == [1, 1]
 
 
-def test_removed_local_copies_are_said_missing_and_copied_again_by_result_and_resume(
+def test_removed_local_copies_are_said_missing_and_copied_again_only_when_asked(
     file_host: FileHost, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The user removed the home's outputs (to free space): history says the local files
-    are missing (its JSON lists only files on disk), and ``result`` and ``resume`` copy
-    them again from their URLs, creating nothing (docs/decisions.md#copies-pending)."""
+    are missing and how to copy them again (its JSON lists only files on disk); a plain
+    ``resume`` leaves them removed (review-5 fault 5: it fetched them again, every time),
+    ``result ID`` and ``resume --recopy`` copy them again from their URLs, creating
+    nothing (docs/decisions.md#copies-pending)."""
     home = Path(os.environ["GENWIDGETS_HOME"])
     rids = []
     with genwidgets.Client() as made:
@@ -503,22 +505,51 @@ def test_removed_local_copies_are_said_missing_and_copied_again_by_result_and_re
     assert main(["history"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(" 2 file(s)" not in line for line in lines)
-    assert all(", 2 local file(s) missing, 2 copies pending (" in line for line in lines)
+    for rid, line in zip(reversed(rids), lines, strict=True):
+        assert line.endswith(
+            f", 2 local file(s) missing (genwidgets result {rid} copies them again)"
+        )
     assert main(["history", "--json"]) == 0
     rows = json_out(capsys)
-    assert [(len(r["files"]), len(r["files_missing"]), r["copies_pending"]) for r in rows] == [
-        (0, 2, [0, 1])
-    ] * 2
+    assert [
+        (len(r["files"]), len(r["files_missing"]), r["copies_pending"], r["copies_removed"])
+        for r in rows
+    ] == [(0, 2, [], [0, 1])] * 2
+    assert main(["resume", "--json"]) == 0 and json_out(capsys) == []
+    assert file_host.asked == 4  # the first copies only: nothing fetched again
     assert main(["result", rids[0], "--json"]) == 0  # copied again, not its URLs
     found = json_out(capsys)
     assert len(found["files"]) == 2 and all(Path(name).is_file() for name in found["files"])
-    assert main(["resume", "--json"]) == 0  # the other one
+    assert main(["resume", "--recopy", "--json"]) == 0  # the other one
     [record] = json_out(capsys)
     assert record["request_id"] == rids[1] and len(record["files"]) == 2
     assert all(Path(name).is_file() for name in record["files"])
     assert main(["history", "--json"]) == 0
     assert [(len(r["files"]), r["files_missing"]) for r in json_out(capsys)] == [(2, [])] * 2
     assert file_host.creates == 2 and sorted(file_host.served.values()) == [2] * 4
+
+
+def test_result_of_a_removed_copy_whose_url_now_serves_other_bytes_says_it_was_given_up(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review-5 fault 4: the URLs of removed files now serve other bytes. ``result ID``
+    saves none of them and says why, and ``history`` says so too, instead of the file
+    and the recorded sha256 being replaced in silence."""
+    with genwidgets.Client() as made:
+        job = made.submit("ep", {"prompt": "x"}, validate=False)
+        outputs = job.result(timeout=30).outputs
+    for output in outputs:
+        assert output.path is not None
+        output.path.unlink()
+    file_host.content = "other bytes at"
+    assert main(["result", job.request_id]) == 0
+    said = capsys.readouterr()
+    assert f"{job.request_id}: 2 not copied: the URL now serves other bytes than" in said.err
+    assert not any(Path(str(o.path)).exists() for o in outputs)
+    assert main(["history"]) == 0
+    line = capsys.readouterr().out
+    assert ", 2 local file(s) missing, 2 not copied (the URL now serves other bytes " in line
+    assert "copies them again" not in line
 
 
 def ended_against_a_hanging_gateway(

@@ -1142,6 +1142,10 @@ def _newer_ledger(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
 
 
+def _dangling_link(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home.symlink_to(home.parent / "unmounted" / "genwidgets")
+
+
 def _full_disk(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     class Full(Ledger):
         def __init__(self, *_args: Any, **_kwargs: Any) -> None:
@@ -1159,8 +1163,14 @@ def _full_disk(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (_folder_at_the_ledger, "({home}/ledger.sqlite3 is a folder, where the ledger", True),
         (_newer_ledger, "; upgrade genwidgets, or set GENWIDGETS_HOME to another directory", True),
         (_full_disk, "no output can be saved: GENWIDGETS_HOME ({home}) is on a full disk", False),
+        (
+            _dangling_link,
+            "no output can be saved: GENWIDGETS_HOME ({home}) is a link to "
+            "{home.parent}/unmounted/genwidgets, a place that does not exist",
+            False,
+        ),
     ],
-    ids=["home-file", "under-a-file", "ledger-folder", "newer-schema", "full-disk"],
+    ids=["home-file", "under-a-file", "ledger-folder", "newer-schema", "full-disk", "dangling"],
 )
 def test_a_ledger_that_cannot_open_is_said_with_what_is_wrong_and_the_fix(
     tmp_path: Path,
@@ -1170,7 +1180,8 @@ def test_a_ledger_that_cannot_open_is_said_with_what_is_wrong_and_the_fix(
     saved: bool,
 ) -> None:
     """The home a file (or under one), its disk full: no output can be saved either,
-    and the fix is another home; a folder at the ledger's name: moved away; a newer
+    and the fix is another home (a link to a missing place: mount it, review-5 fault 6);
+    a folder at the ledger's name: moved away; a newer
     schema: the ledger's own words, with no folder advice appended. It said "[Errno 17]
     File exists ... (their outputs are still saved)" while none was saved."""
     home = tmp_path / "home"

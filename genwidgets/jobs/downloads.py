@@ -102,6 +102,13 @@ class _OverCap(_Failure):
     (docs/decisions.md#copies-pending)."""
 
 
+class _OtherBytes(_Failure):
+    """The URL of a copy the ledger recorded, removed since, now serves other bytes (an id
+    reused by a restarted simulator or class gateway, a replaced CDN object): they are
+    not this task's output, so the copy is given up at once, the old record kept
+    (docs/decisions.md#copies-pending)."""
+
+
 class _Expired(_Failure):
     """The file host says the URL is gone (HTTP 403, 404, 410): a signed URL past its
     time. No later try finds it (docs/decisions.md#copies-pending); ``status``: which."""
@@ -133,6 +140,12 @@ def _expired(exc: BaseException, url: str | None, gateway: str | None) -> bool:
 def _over_cap(exc: BaseException) -> bool:
     """Whether ``exc`` (or the failure of the last try it sums up) is an output over a cap."""
     return isinstance(exc, _OverCap) or isinstance(exc.__cause__, _OverCap)
+
+
+def _other_bytes(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the failure of the last try it sums up) is a URL that now
+    serves other bytes than the copy the ledger recorded."""
+    return isinstance(exc, _OtherBytes) or isinstance(exc.__cause__, _OtherBytes)
 
 
 #: Transport failures worth another try: a connection refused, reset or cut short, a
@@ -282,12 +295,29 @@ class _CheckedOutput:
                 f"received {wire_bytes} bytes"
             )
         digest = self._sha256.hexdigest()
+        self._same_as_recorded(digest)
         expected = self.item.expected_size
         if expected is not None and self.size != expected:
             self._size_differs(expected, digest)
         self._file.target = self.item.target  # the type the bytes told names the file
         self._file.commit()
         self.item.output.sha256 = digest
+
+    def _same_as_recorded(self, digest: str) -> None:
+        """A copy the ledger recorded and that was removed since (its record holds the
+        path and the sha256 of it) is fetched again only as the same bytes: other bytes
+        at its URL are never recorded as this task's output, in silence (review-5 fault
+        4). A copy never made has no digest of the ledger's to check."""
+        raw = self.item.output.raw
+        recorded, path = raw.get("sha256"), raw.get("path")
+        if raw.get("from_ledger") is not True or not (isinstance(path, str) and path):
+            return
+        if isinstance(recorded, str) and recorded.strip().lower() != digest:
+            raise _OtherBytes(
+                f"the URL now serves other bytes than the local copy removed since "
+                f"(sha256 {digest[:12]}..., the ledger recorded {recorded.strip()[:12]}...): "
+                "not taken as this task's output; the record of that copy is kept"
+            )
 
     def _size_differs(self, expected: int, digest: str) -> None:
         """The record's ``file_size`` is not the size served: the bytes are kept (the
@@ -510,6 +540,7 @@ class _Batch:
                 if _expired(exc, item.output.url, self.gateway)
             ],
             capped=[item.index for item, exc in self.failures if _over_cap(exc)],
+            other_bytes=[item.index for item, exc in self.failures if _other_bytes(exc)],
         )
         raise error from self.failures[0][1]
 

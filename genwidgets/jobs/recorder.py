@@ -157,6 +157,7 @@ class LedgerRecorder:
                     error=reason,
                     expired=index in exc.expired,
                     capped=index in exc.capped,
+                    other_bytes=index in exc.other_bytes,
                     paused=indexes is not None,  # a later copy: not asked again at once
                 )
         except (GenwidgetsError, OSError) as exc:

@@ -439,12 +439,14 @@ def test_an_expired_url_ends_the_copy_with_its_reason_and_the_task_stays_complet
     later.close()
 
 
-def test_a_removed_copy_is_copied_again_by_resume_and_given_up_once_its_url_expired(
+def test_a_removed_copy_is_left_removed_by_resume_and_copied_again_when_asked(
     host: tuple[FileHost, str],
 ) -> None:
-    """The user removed a task's local files: resume copies them again (nothing created);
-    removed again with the URLs expired, the copy is given up, not tried at every resume
-    (a failure used to be kept out by the path still recorded)."""
+    """The user removed a task's local files (to free space): a plain resume leaves them
+    removed, asking the file host nothing (review-5 fault 5: every resume fetched them
+    again, against the user's will); ``resume(recopy=True)`` and ``client.job`` of the
+    task copy them again, creating nothing. Removed again with the URLs expired, the copy
+    is given up, not tried again (a failure used to be kept out by the path recorded)."""
     files, base = host
     client, rid = finished_without_copies(base, saved=2)
     row = client.ledger.get(client.gateway_name, rid)
@@ -452,23 +454,57 @@ def test_a_removed_copy_is_copied_again_by_resume_and_given_up_once_its_url_expi
     for output in row.outputs:
         Path(output["path"]).unlink()
     later = gw.Client(base, KEY)
-    [job] = later.resume()
+    asked = files.asked
+    assert later.resume() == [] and files.asked == asked
+    [job] = later.resume(recopy=True)
     copied(base, job.result(timeout=30))
     for output in job.result().outputs:
         assert output.path is not None
         output.path.unlink()
     files.answer = 410
     again = gw.Client(base, KEY)
-    [job] = again.resume()
-    assert job.result(timeout=30).ok
+    assert again.job("ep", rid).result(timeout=30).ok
     asked = files.asked
     row = again.ledger.get(again.gateway_name, rid)
     assert row is not None and row.copies_pending == [] and row.copies_gone == []
     assert all(why.startswith("URL expired: ") for why in row.copies_given_up.values())
-    assert again.resume() == [] and files.asked == asked  # not tried again
+    assert again.resume(recopy=True) == [] and files.asked == asked  # not tried again
     assert files.creates == 1
     for done in (later, again):
         done.close()
+
+
+def test_a_removed_copy_whose_url_now_serves_other_bytes_is_given_up_its_record_kept(
+    host: tuple[FileHost, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The user removed a task's files and its URLs now serve other bytes (ids reused by
+    a restarted simulator, a replaced CDN object): asked for again, the new bytes are
+    checked against the sha256 the ledger recorded, not saved, and the copy given up
+    with why, the record of the removed copy kept and a warning said (review-5 fault 4:
+    the file and the recorded digest were replaced in silence)."""
+    files, base = host
+    client, rid = finished_without_copies(base, saved=2)
+    row = client.ledger.get(client.gateway_name, rid)
+    assert row is not None
+    before = [(o["path"], o["sha256"], o["size"]) for o in row.outputs]
+    for output in row.outputs:
+        Path(output["path"]).unlink()
+    files.content = "other bytes at"
+    later = gw.Client(base, KEY)
+    with caplog.at_level("WARNING", logger="genwidgets"):
+        result = later.job("ep", rid).result(timeout=30)
+    assert result.ok and [o.path for o in result.outputs] == [None, None]
+    row = later.ledger.get(later.gateway_name, rid)
+    assert row is not None and [(o["path"], o["sha256"], o["size"]) for o in row.outputs] == before
+    assert not any(Path(path).exists() for path, _, _ in before)
+    assert row.copies_gone == [] and sorted(row.copies_given_up) == [0, 1]
+    for why in row.copies_given_up.values():
+        assert why.startswith("the URL now serves other bytes than the local copy removed since")
+    assert "the URL now serves other bytes than the local copy removed since" in caplog.text
+    asked = files.asked
+    assert later.resume(recopy=True) == [] and files.asked == asked  # not asked again
+    assert files.creates == 1
+    later.close()
 
 
 def test_a_copy_that_keeps_failing_is_given_up_after_its_tries(

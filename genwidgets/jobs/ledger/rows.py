@@ -18,7 +18,7 @@ to done between two polls has no ``running_at``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -159,33 +159,41 @@ class LedgerRow:
 
     @property
     def copies_pending(self) -> list[int]:
-        """Indexes of the outputs of a finished task that have no local copy and are
-        still to be copied (their download failed, or never ran: the kernel died first;
-        or the file recorded is gone: :attr:`copies_gone`); ``resume()`` and ``result()``
-        copy them (docs/decisions.md#copies-pending)."""
+        """Indexes of the outputs of a finished task that were never copied and are still
+        to be (their download failed, or never ran: the kernel died first); ``resume()``
+        and ``result()`` copy them. A copy removed since is not one: :attr:`copies_gone`
+        (docs/decisions.md#copies-pending)."""
+        return self._to_copy(lambda o: not o.get("path"))
+
+    @property
+    def copies_gone(self) -> list[int]:
+        """Indexes of the outputs whose local copy was recorded and is no longer there
+        (removed to free space, the home moved) and whose source lives: copied again only
+        when this task is asked for (``client.job``, ``genwidgets result ID``,
+        ``resume(recopy=True)``), never by a plain resume, which would undo a removal the
+        user meant (docs/decisions.md#copies-pending)."""
+        return self._to_copy(copy_gone)
+
+    def _to_copy(self, missing: Callable[[Mapping[str, Any]], bool]) -> list[int]:
+        """Indexes of a finished task's outputs ``missing`` says have no copy, that are
+        not given up and still have a source (:func:`_copyable`)."""
         if self.state != FINISHED or self.request_id is None:
             return []
         return [
             int_or_none(o.get("index"), minimum=0) or 0
             for o in self.outputs
-            if (not o.get("path") or copy_gone(o)) and not o.get(COPY_GIVEN_UP) and _copyable(o)
+            if missing(o) and not o.get(COPY_GIVEN_UP) and _copyable(o)
         ]
 
     @property
-    def copies_gone(self) -> list[int]:
-        """Indexes of the outputs whose local copy was recorded and is no longer there
-        (removed to free space, the home moved): copied again while their source lives
-        (docs/decisions.md#copies-pending)."""
-        return [int_or_none(o.get("index"), minimum=0) or 0 for o in self.outputs if copy_gone(o)]
-
-    @property
     def copies_given_up(self) -> dict[int, str]:
-        """Outputs whose local copy will not be tried again, by index: why (an expired
-        URL, :data:`MAX_COPY_TRIES` tries failed)."""
+        """Outputs with no local copy (none made, or removed since) that will not be
+        tried again, by index: why (an expired URL, :data:`MAX_COPY_TRIES` tries failed,
+        a URL that now serves other bytes than the copy recorded)."""
         return {
             int_or_none(o.get("index"), minimum=0) or 0: str(o[COPY_GIVEN_UP])
             for o in self.outputs
-            if not o.get("path") and o.get(COPY_GIVEN_UP)
+            if (not o.get("path") or copy_gone(o)) and o.get(COPY_GIVEN_UP)
         }
 
     def made_with_another_key(self, fingerprint: str | None) -> bool:

@@ -400,14 +400,22 @@ class Ledger:
         return found[0] if found else None
 
     def with_copies_pending(
-        self, gateway: str, *, fingerprint: str | None = None, request_id: str | None = None
+        self,
+        gateway: str,
+        *,
+        fingerprint: str | None = None,
+        request_id: str | None = None,
+        removed: bool = False,
     ) -> list[LedgerRow]:
         """Finished tasks of ``gateway`` (or the one of ``request_id``) with outputs still
         to be copied (:attr:`LedgerRow.copies_pending`), newest first: the newest row of
         each task only, chosen in SQL (a ledger of many finished tasks costs no parse of
         theirs), less those another key than the one of ``fingerprint`` made (its URLs
         are for its own client to fetch) and those another live kernel still holds (its
-        own download may be running): docs/decisions.md#copies-pending."""
+        own download may be running). With ``removed``, also those a recorded copy of is
+        gone from disk (:attr:`LedgerRow.copies_gone`): the disk is asked for each path
+        of the rows chosen, so only when asked, never at each resume of a whole history
+        (docs/decisions.md#copies-pending)."""
         others = sorted(self._leases.alive() - {self._leases.owner})
         where = (
             f"gateway = ? AND state = ? AND request_id IS NOT NULL AND {NOT_ANOTHER_KEYS} "
@@ -425,11 +433,13 @@ class Ledger:
         found = self._select(
             f"{where} AND outputs LIKE ?{_COPIES_PENDING_WHERE}", (*params, '%"path": null%')
         )
-        gone = sorted(set(self._copies_gone(where, params)) - {row.id for row in found})
+        gone = self._copies_gone(where, params) if removed else []  # one stat a path
+        gone = sorted(set(gone) - {row.id for row in found})
         for start in range(0, len(gone), TAGS_PER_QUERY):  # the whole outputs folder removed
             some = tuple(gone[start : start + TAGS_PER_QUERY])
             found += self._select(f"id IN ({', '.join('?' * len(some))})", some, wait=False)
-        return sorted((row for row in found if row.copies_pending), key=lambda row: -row.id)
+        wanted = (row for row in found if row.copies_pending or (removed and row.copies_gone))
+        return sorted(wanted, key=lambda row: -row.id)
 
     def _copies_gone(self, where: str, params: tuple[Any, ...]) -> list[int]:
         """The ids of the rows of ``where`` a local copy recorded of is gone from disk

@@ -506,6 +506,7 @@ class LedgerWrites:
         expired: bool = False,
         capped: bool = False,
         paused: bool = False,
+        other_bytes: bool = False,
         content_type: str | None = None,
     ) -> concurrent.futures.Future[bool]:
         """Queue where output ``index`` was saved (its path, SHA-256, size and the
@@ -515,7 +516,9 @@ class LedgerWrites:
         :data:`COPY_TRY_INTERVAL`; an ``expired`` URL, an output over a cap (``capped``:
         each copy would start its caps afresh), or the last of :data:`MAX_COPY_TRIES`,
         gives the copy up, with why; ``paused``: a later copy failed, so none asks for
-        this output again within ``COPY_RETRY_PAUSE`` (docs/decisions.md#copies-pending)."""
+        this output again within ``COPY_RETRY_PAUSE``. A failed copy of a file removed
+        since keeps the record of that copy (its path, sha256 and size); ``other_bytes``
+        (its URL now serves other bytes) gives it up (docs/decisions.md#copies-pending)."""
         local = str(Path(path).absolute()) if path is not None else None
         kept: dict[str, Any] = {"path": local, "sha256": sha256, "size": size}
         if local is None:
@@ -534,7 +537,9 @@ class LedgerWrites:
             if not (isinstance(last, (int, float)) and 0 <= now - last < COPY_TRY_INTERVAL):
                 tries += 1
                 record[COPY_TRIES], record[COPY_TRIED_AT] = tries, now
-            if expired:
+            if other_bytes:
+                record[COPY_GIVEN_UP] = kept["download_error"]  # it says the URL serves other bytes
+            elif expired:
                 record[COPY_GIVEN_UP] = f"URL expired: {kept['download_error']}"
             elif capped:
                 record[COPY_GIVEN_UP] = f"over a cap: {kept['download_error']}"
@@ -550,7 +555,9 @@ class LedgerWrites:
                 if record.get("index") == index:
                     if local is None and record.get("path") and not copy_gone(record):
                         return True  # copied meanwhile (another copier): kept
-                    record.update(kept)
+                    removed = local is None and record.get("path")  # the copy's record stays
+                    copy = ("path", "sha256", "size") if removed else ()
+                    record.update({k: v for k, v in kept.items() if k not in copy})
                     break
             else:
                 record = {"index": index, **kept}

@@ -185,9 +185,10 @@ def test_a_row_edited_to_point_at_a_private_picture_shows_the_gateways_output(
 def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_copy(
     tmp_path: Path,
 ) -> None:
-    """docs/decisions.md#copies-pending: an output with no copy (none recorded, or the file
-    recorded removed since), a source kept whole and no reason to give up is a copy
-    pending; a copy given up says why. A file on disk, even edited, is never pending."""
+    """docs/decisions.md#copies-pending: an output never copied, a source kept whole and no
+    reason to give up is a copy pending; one whose file was removed since is a copy gone
+    (copied again only when asked); a copy given up says why. A file on disk, even
+    edited, is neither."""
     digest = "0" * 64
     kept = tmp_path / "1.png"
     kept.write_bytes(b"edited since")
@@ -217,6 +218,6 @@ def test_copies_pending_are_the_outputs_of_a_finished_task_with_a_source_and_no_
             {"index": 7, "url": "https://cdn.example/7.png", "path": str(tmp_path / "7.png")},
         ],
     )
-    assert row.copies_pending == [0, 4, 7] and row.copies_gone == [7]
+    assert row.copies_pending == [0, 4] and row.copies_gone == [7]
     assert row.copies_given_up == {2: "410"}
     assert dataclasses.replace(row, state=SUBMITTED).copies_pending == []

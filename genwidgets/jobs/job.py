@@ -34,7 +34,7 @@ from ..errors import (
     TaskTimeout,
     Unreachable,
 )
-from ..protocol.records import Handle, Result, Status, is_failure
+from ..protocol.records import Handle, Result, Status, is_failure, says_cancelled
 from .engine import Engine, wait_future
 from .output_files import gateway_outputs
 from .polling import PollState, Schedule, next_interval
@@ -710,11 +710,10 @@ CANCEL_KEPT = (Unreachable, RateLimited, ServerError)
 
 
 def ended_by_a_cancel(result: object) -> bool:
-    """A result saying its task was cancelled: the spec names no state for it, so a
-    CANCELLED (or CANCELED) status, or ``error_type`` "cancelled", as the views read it."""
-    status = str(getattr(result, "status", None) or "").upper()
-    error_type = str(getattr(result, "error_type", None) or "").lower()
-    return status in ("CANCELLED", "CANCELED") or error_type == "cancelled"
+    """A result saying its task was cancelled (``records.says_cancelled``, as the views
+    read it)."""
+    status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
+    return says_cancelled(str(status or ""), str(error_type or ""))
 
 
 def kept_cancel(job: object) -> tuple[str, str] | None:

@@ -54,6 +54,7 @@ __all__ = [
     "log_line",
     "queue_url",
     "readable",
+    "says_cancelled",
 ]
 
 COMPLETED = "COMPLETED"
@@ -89,6 +90,14 @@ def is_terminal(status: str | None) -> bool:
 def is_failure(status: str | None) -> bool:
     """Whether ``status`` is a terminal word that means the task did not succeed."""
     return status is not None and status.upper() in FAILURE_STATUSES
+
+
+def says_cancelled(status: str | None, error_type: str | None) -> bool:
+    """A task's end saying it was cancelled: the spec names no state for it, so a
+    CANCELLED (or CANCELED) status, or ``error_type`` "cancelled"."""
+    return (status or "").upper() in ("CANCELLED", "CANCELED") or (
+        error_type or ""
+    ).lower() == "cancelled"
 
 
 def readable(value: Any, keys: Sequence[str]) -> str | None:

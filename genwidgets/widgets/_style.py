@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._palette import COLOURS, PALETTE, Category
-from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal
+from ..protocol.records import FAILURE_STATUSES, Result, Status, is_terminal, says_cancelled
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -102,10 +102,9 @@ def look_of(status: Status | None, result: Result | None = None) -> StatusLook:
 
 def _ended_badly(raw: str, error: str | None, error_type: str | None) -> StatusLook:
     """A terminal task that did not succeed: cancelled (grey, no error line) or failed."""
-    upper = raw.upper()
-    if (error_type or "").lower() == "cancelled" or upper in {"CANCELLED", "CANCELED"}:
+    if says_cancelled(raw, error_type):
         return StatusLook("cancelled", "cancelled", raw, True)
-    return StatusLook("failed", "failed", raw, True, error or upper.lower(), error_type)
+    return StatusLook("failed", "failed", raw, True, error or raw.lower(), error_type)
 
 
 _LAYOUTS: dict[str, dict[str, str]] = {

@@ -263,6 +263,29 @@ def test_odd_files_pyav_opens_are_refused_naming_what_the_field_takes(
         assert said in error["msg"] and error["msg"].endswith(taken), error["msg"]
 
 
+def test_a_video_with_a_stream_but_no_frame_is_refused_even_with_no_duration_limit(
+    tmp_path: Path,
+) -> None:
+    """An mp4 written with no frame keeps its video track (empty_moov): PyAV opens it,
+    so only its empty stream tells; vidA's video field states no duration to catch it."""
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4", options={"movflags": "empty_moov"}) as container:
+        stream = container.add_stream("mpeg4", rate=4)
+        stream.width, stream.height = 128, 96
+        container.start_encoding()
+    path = write(tmp_path, "empty.mp4", buf.getvalue())
+    with pytest.raises(PayloadError) as refused:
+        gw.validate("vidA-2-0", {"content": [{"type": "video_url", "video_url": {"url": path}}]})
+    [error] = refused.value.errors
+    assert error["loc"] == ("content", 0, "video_url", "url")
+    assert error["msg"] == (
+        "this mp4 video has a video stream but no frame in it; "
+        "vidA-2-0 takes a video with at least one frame"
+    )
+    assert media.inspect(path).frameless
+    assert not media.inspect(video_bytes("mp4", 1.0)).frameless
+
+
 def test_an_image_cut_short_is_said_damaged_not_a_format_that_is_not_taken() -> None:
     png = image_bytes(64, 64)
     with pytest.raises(PayloadError, match="this png image is damaged or cut short"):

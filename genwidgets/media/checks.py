@@ -49,6 +49,11 @@ def info_problems(info: MediaInfo, spec: MediaSpec, who: str) -> list[str]:
     """Every limit of ``spec`` that ``info`` breaks, each naming the limit and the value."""
     if info.kind != spec.media:
         return [f"this is {info.format} {info.kind}; {who} takes {spec.media} here"]
+    if info.frameless:  # nothing else about it matters: there is no picture to send
+        return [
+            f"this {info.format} video has a video stream but no frame in it; "
+            f"{who} takes a video with at least one frame"
+        ]
     problems: list[str] = []
     allowed = [canonical_format(f) for f in spec.formats]
     if allowed and info.format not in allowed:

@@ -55,9 +55,10 @@ class MediaInfo:
     height: int | None = None
     seconds: float | None = None
     size_bytes: int | None = None
+    frameless: bool = False  # a video stream with no frame in it (its container is empty)
 
     def __str__(self) -> str:
-        parts = [f"{self.format} {self.kind}"]
+        parts = [f"{self.format} {self.kind}" + (" with no frame" if self.frameless else "")]
         if self.width is not None and self.height is not None:
             parts.append(f"{self.width}x{self.height} px")
         if self.seconds is not None:
@@ -299,6 +300,7 @@ def _av_info(local: LocalMedia) -> MediaInfo | None:
             codec = videos[0].codec_context if videos else None
             width = codec.width if codec is not None else None
             height = codec.height if codec is not None else None
+            frameless = bool(videos) and not _has_a_packet(container, videos[0])
     except (av.error.FFmpegError, OSError, ValueError, EOFError):
         return None
     _refuse_unread_image(local, demuxer)
@@ -307,7 +309,22 @@ def _av_info(local: LocalMedia) -> MediaInfo | None:
     kind = "video" if videos else "audio"
     sniffed = sniff(local.head())
     fmt = _format_from_demuxer(demuxer, kind, sniffed)
-    return MediaInfo(kind, fmt, mime_for(fmt, kind), width, height, seconds, local.size())
+    return MediaInfo(
+        kind, fmt, mime_for(fmt, kind), width, height, seconds, local.size(), frameless
+    )
+
+
+def _has_a_packet(container: Any, stream: Any) -> bool:
+    """Whether ``stream`` holds a frame's data: its first packet is demuxed (read, never
+    decoded). An mp4 written with no frame still has a video track; no field takes it.
+    A stream that cannot be demuxed is not called empty: that is for the service to say."""
+    import av.error  # noqa: PLC0415 - PyAV loads only for local audio and video
+
+    try:
+        first = next(iter(container.demux(stream)), None)
+    except (av.error.FFmpegError, OSError, ValueError, EOFError):
+        return True
+    return first is not None and first.size > 0
 
 
 def _refuse_unread_image(local: LocalMedia, demuxer: str) -> None:

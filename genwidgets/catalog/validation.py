@@ -6,6 +6,7 @@ fields (sent as is) with the closest known name.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
@@ -285,17 +286,29 @@ def _surrogate(text: str) -> str | None:
 
 def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Where the payload holds something the JSON body cannot carry: a non-JSON
-    value, a non-string key, a text with a lone surrogate, or nesting too deep. Asked
-    of every payload validated (a batch's thousands of rows): plain dicts, ASCII keys
-    and texts take the short way."""
+    value, inf or nan, a non-string key, a text with a lone surrogate, or nesting too
+    deep."""
+    problems, not_finite = _unsendable(payload)
+    return problems + not_finite
+
+
+def _unsendable(payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`unsendable`'s problems, inf and nan apart: a field's own check says those
+    better (its range), and they harm no validation. Asked of every payload validated (a
+    batch's thousands of rows): plain dicts, ASCII keys and texts take the short way."""
     problems: list[dict[str, Any]] = []
+    not_finite: list[dict[str, Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
-    while stack and len(problems) < 20:
+    while stack and len(problems) + len(not_finite) < 20:
         loc, value = stack.pop()
         if isinstance(value, str):
             problem = None if value.isascii() else _surrogate(value)
             if problem:
                 problems.append({"loc": loc, "msg": f"this text {problem}"})
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            said = f"must be a finite number; got {shown(value)} (JSON has no inf or nan)"
+            not_finite.append({"loc": loc, "msg": said})
             continue
         if isinstance(value, _JSON_SCALARS):
             continue
@@ -329,7 +342,7 @@ def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
                     f"numbers, booleans, null, lists and objects){hint}",
                 }
             )
-    return problems
+    return problems, not_finite
 
 
 def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
@@ -342,7 +355,7 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
             [{"loc": (), "msg": f"a payload is a dict of fields, not {type(payload).__name__}"}],
             endpoint=endpoint_id,
         )
-    not_json = unsendable(payload)
+    not_json, not_finite = _unsendable(payload)
     if not_json:  # before the model: pydantic would iterate a huge range, a generator...
         raise PayloadError(not_json, endpoint=endpoint_id)
     errors = webhook_problems(payload)
@@ -352,6 +365,10 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     except ValidationError as exc:
         errors.extend(_pydantic_errors(exc, spec.model, payload))
         instance = None
+    # inf or nan the model took (a list of numbers states no range; an unknown field's
+    # pydantic writes as null): said where no check of the field said it with its range
+    said = {e["loc"] for e in errors}
+    errors.extend(e for e in not_finite if e["loc"] not in said)
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)
     assert instance is not None

@@ -83,6 +83,55 @@ def test_values_json_cannot_carry_are_refused_before_validation(
     assert info.value.errors[0]["loc"] == where and says in info.value.errors[0]["msg"]
 
 
+_INPAINT = {"jobId": "j", "imageNo": 0, "mask": {"url": "https://example.com/m.png"}}
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize(
+    ("payload", "where", "says"),
+    [
+        (  # a Number list states no range: the item is named, and what it may be
+            lambda bad: {
+                **_INPAINT,
+                "area": {"width": 500, "height": 500, "points": [0, 0, bad, 0, 5, 5]},
+            },
+            ("area", "points", 2),
+            "must be a finite number; got ",
+        ),
+        (
+            lambda bad: {**_INPAINT, "mask": {"areas": [{"points": [0, 0, 9, 0, 5, bad]}]}},
+            ("mask", "areas", 0, "points", 5),
+            "must be a finite number; got ",
+        ),
+    ],
+)
+def test_inf_and_nan_are_refused_at_validation_naming_the_field_and_range(
+    bad: float, payload: Any, where: tuple[Any, ...], says: str
+) -> None:
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("imgM-inpaint", payload(bad))
+    [error] = info.value.errors
+    assert error["loc"] == where
+    assert error["msg"] == f"{says}{bad} (JSON has no inf or nan)"
+
+
+def test_inf_in_a_ranged_number_is_said_with_its_range_and_an_unknown_fields_not_sent_as_null() -> (
+    None
+):
+    pan = {"jobId": "j", "imageNo": 0, "direction": 1, "scale": float("inf")}
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("imgM_pan", pan)
+    assert info.value.errors == [
+        {
+            "loc": ("scale",),
+            "msg": "must be 1.1-3; got inf",
+        }
+    ]
+    with pytest.raises(PayloadError) as info:  # pydantic would have written it as null
+        catalog.validate("imgM_pan", {**pan, "scale": 2, "extra": float("nan")})
+    assert info.value.errors[0]["loc"] == ("extra",)
+
+
 @pytest.mark.parametrize("validate", [True, False])
 def test_any_text_a_user_can_type_is_a_payload_error_never_an_encoding_error(
     validate: bool,

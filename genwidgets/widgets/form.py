@@ -29,7 +29,7 @@ from .._config import redact, resolve, shown_path, shown_url
 from ..catalog import EndpointSpec
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import GenwidgetsError, PayloadError
-from ..lab.code import curl_code
+from ..lab.code import curl_code, one_line
 from ..lab.cost import CONFIRM_ABOVE, billed_count, billed_unit, needs_confirmation, plural
 from ..media import validate  # pathlib.Path values (typed local files) are encoded
 from ..media.files import LocalMedia
@@ -549,16 +549,10 @@ def _py_item(value: Any, indent: int) -> str:
     if isinstance(value, str) and _is_inline_data(value):
         text += f"  # shortened: {_inline_summary(value)} of inline data"
     elif isinstance(value, LocalMedia):  # the form holds an upload its field refuses
-        text += f"  # {_one_line(repr(value))}: this field refuses it (see the form)"
+        text += f"  # {one_line(repr(value))}: this field refuses it (see the form)"
     elif not isinstance(value, (Mapping, list, tuple, os.PathLike)) and _literal(value) is None:
-        text += f"  # {_one_line(repr(value))}: not written, it has no Python literal"
+        text += f"  # {one_line(repr(value))}: not written, it has no Python literal"
     return text
-
-
-def _one_line(text: str, limit: int = 80) -> str:
-    """``text`` fit for a ``#`` comment: one line (a file name may hold a line break)."""
-    text = " ".join(text.splitlines())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def python_code(endpoint: str, payload: Mapping[str, Any]) -> str:

@@ -7,6 +7,7 @@ import html
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,3 +76,24 @@ def test_the_forms_code_view_shows_curl_with_the_variable_never_the_key(tmp_path
         assert FAKE_KEY not in text and "http://127.0.0.1:9" not in text
     finally:
         client.close()
+
+
+def test_what_the_body_cannot_carry_as_the_value_is_null_with_a_line_saying_why() -> None:
+    """A local file, bytes or inf are no JSON value: the body writes ``null`` there (not
+    ``str()`` of it, which would be sent as the value) and a comment line names each."""
+    payload = {
+        "prompt": "x",
+        "images": [Path.home() / "cat.png"],
+        "extra": {"raw": b"\x89PNG", "scale": float("inf")},
+    }
+    command = curl_code("imgQ-edit-plus", payload)
+    words = shlex.split(command, comments=True)
+    body = json.loads(words[words.index("-d") + 1])
+    assert body == {"prompt": "x", "images": [None], "extra": {"raw": None, "scale": None}}
+    notes = [line for line in command.splitlines() if line.startswith("#")]
+    assert notes == [
+        "# images.0 is null here: the file ~/cat.png is sent encoded for its field; put "
+        "what gw.media.encode(path, endpoint, field) gives in its place",
+        "# extra.raw is null here: b'\\x89PNG' is no JSON value",
+        "# extra.scale is null here: inf is no JSON value",
+    ]

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -731,6 +732,22 @@ def test_the_code_view_parses_and_names_a_refused_upload() -> None:
     ast.parse(code)
     assert "'url': None,  # <upload 'tiny.png', " in code
     assert ">: this field refuses it (see the form)" in code
+
+
+def test_the_curl_half_writes_a_refused_upload_as_null_and_says_why() -> None:
+    """The cURL half sent the upload's repr as the URL (``"<upload 'tiny.png', ...>"``,
+    a string the gateway would take as the value): it is ``null``, with a comment line."""
+    form = gw.form("vidA-2-0", client=RecordingClient())
+    form.fields["content"].rows[0].input.set("a kite")
+    row = form.fields["content"].add("image_url")
+    form_upload(row.input, form_png(120, 120), "tiny.png")
+    curl = _unpre(form.code_view.value).split("# the same request with cURL:\n")[1]
+    words = shlex.split(curl, comments=True)
+    body = json.loads(words[words.index("-d") + 1])
+    assert body["content"][1] == {"type": "image_url", "image_url": {"url": None}}
+    [note] = [line for line in curl.splitlines() if line.startswith("#")]
+    assert note.startswith("# content.1.image_url.url is null here: <upload 'tiny.png', ")
+    assert note.endswith("> is refused by its field (see the form)")
 
 
 class Choice(enum.IntEnum):

@@ -5,8 +5,10 @@ and field is modelled, with help text, billing flags and media specs as the spec
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,14 @@ from pydantic import BaseModel
 
 import genwidgets.catalog as catalog
 from genwidgets.catalog import MediaSpec, field_info_at, media_spec_at
-from genwidgets.catalog.introspect import leaves, models_in
+from genwidgets.catalog.fields import fields_of
+from genwidgets.catalog.introspect import (
+    is_container,
+    leaves,
+    models_in,
+    single_literal,
+    strip_optional,
+)
 from genwidgets.errors import PayloadError
 
 # Field names per documented endpoint, copied from the spec's tables (wire names).
@@ -374,18 +383,64 @@ HOSTILE = (-5, 0, 3, 16, 99999, 1.5, True, "", "x", "abc*def", "99999*1", "4000*
            [], [{}], ["x"], {}, {"x": 1})  # fmt: skip
 
 
+def _places(
+    model: type[BaseModel], seen: frozenset[type[BaseModel]] = frozenset()
+) -> Iterator[tuple[str, Callable[[Any], dict[str, Any]]]]:
+    """(dotted place, what puts a value there) for every field of ``model`` and of the
+    objects nested in it (list items, objects): the value sits in its object, which
+    carries its tag (vidA's ``type``), in a one-item list where the field is a list."""
+    for field in fields_of(model):
+        yield field.wire, functools.partial(_at, field.wire, None, {})
+        many = is_container(strip_optional(field.info.annotation)[0])
+        for inner in models_in(field.info.annotation):
+            if inner in seen:
+                continue
+            tags = {f.wire: single_literal(f.info.annotation)[1] for f in fields_of(inner)}
+            tags = {k: v for k, v in tags.items() if v is not None}
+            for place, put in _places(inner, seen | {inner}):
+                outer = functools.partial(_at, field.wire, put, tags, many=many)
+                yield f"{field.wire}.{place}", outer
+
+
+def _at(
+    name: str,
+    put: Callable[[Any], dict[str, Any]] | None,
+    tags: dict[str, Any],
+    value: Any,
+    many: bool = False,
+) -> dict[str, Any]:
+    if put is None:
+        return {name: value}
+    inner = {**tags, **put(value)}
+    return {name: [inner] if many else inner}
+
+
+def _merged(base: Any, changes: Any) -> Any:
+    """``changes`` laid over ``base``: objects merged, a one-item list's item laid over
+    the base's first, so a nested field is tried among its object's valid fields (a
+    model's own checks run only then)."""
+    if isinstance(base, dict) and isinstance(changes, dict):
+        return {**base, **{k: _merged(base.get(k), v) for k, v in changes.items()}}
+    if isinstance(base, list) and base and isinstance(changes, list) and len(changes) == 1:
+        return [_merged(base[0], changes[0])]
+    return changes
+
+
 def test_no_message_names_its_field_again() -> None:
     """A message shown at a field (``duration: must be 4-15 seconds; got 99``) does not
     start with that field's name again (``duration: duration must be ...``): every
-    field of every endpoint given values it refuses, our checks' words and pydantic's."""
+    field of every endpoint, and of the objects nested in it (list items, objects),
+    given values it refuses, our checks' words and pydantic's."""
     doubled = set()
+    nested = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for endpoint_id, payload in MINIMAL.items():
-            for name in catalog.endpoint(endpoint_id).wire_names:
+            for place, put in _places(catalog.endpoint(endpoint_id).model):
+                nested += "." in place
                 for value in HOSTILE:
                     try:
-                        catalog.validate(endpoint_id, {**payload, name: value})
+                        catalog.validate(endpoint_id, _merged(payload, put(value)))
                     except PayloadError as exc:
                         for error in exc.errors:
                             named = [p for p in error["loc"] if isinstance(p, str)]
@@ -394,6 +449,7 @@ def test_no_message_names_its_field_again() -> None:
                             )
                             if said_again:
                                 doubled.add((endpoint_id, error["loc"], error["msg"][:80]))
+    assert nested > 20  # the nested fields were reached
     assert not doubled, sorted(doubled, key=str)
 
 

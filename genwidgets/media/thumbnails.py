@@ -29,6 +29,7 @@ from .._files import is_fresh, write_atomically
 __all__ = [
     "DEFAULT_SIDE",
     "MAX_PIXELS",
+    "TooManyPixels",
     "data_url",
     "decoded",
     "first_frame",
@@ -43,10 +44,14 @@ _JPEG_QUALITY = 82
 log = logging.getLogger("genwidgets")
 
 
-class _TooManyPixels(Exception):
-    """A picture (or frame) over :data:`MAX_PIXELS`: no thumbnail, never decoded."""
+class TooManyPixels(Exception):
+    """A picture (or frame) over :data:`MAX_PIXELS`: no thumbnail, never decoded. Its
+    ``size`` in words, and its sides when read (Pillow's own cap refuses before that)."""
 
-    def __init__(self, what: str, size: str) -> None:
+    def __init__(
+        self, what: str, size: str, sides: tuple[int, int] | None = None, fmt: str = ""
+    ) -> None:
+        self.size, self.sides, self.format = size, sides, fmt
         super().__init__(
             f"no thumbnail of {what}: {size}, more than the {MAX_PIXELS:,} pixels decoded for one"
         )
@@ -63,7 +68,7 @@ def _picture(source: Path | IO[bytes], max_side: int) -> Image.Image | None:
         image = decoded(source, max_side)
         if image is None and isinstance(source, Path):
             image = first_frame(source)  # not a picture: maybe a video
-    except _TooManyPixels as exc:
+    except TooManyPixels as exc:
         log.warning("genwidgets: %s", exc)
         return None
     return image
@@ -71,7 +76,7 @@ def _picture(source: Path | IO[bytes], max_side: int) -> Image.Image | None:
 
 def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
     """A video's first frame (of a file, or of bytes in a file object: a grid's sheet),
-    or ``None`` when it is not a video PyAV can read; :class:`_TooManyPixels` past the cap."""
+    or ``None`` when it is not a video PyAV can read; :class:`TooManyPixels` past the cap."""
     import av  # noqa: PLC0415 - a video is rare next to images; PyAV loads only for one
 
     what = str(source) if isinstance(source, Path) else "a video held in memory"
@@ -79,7 +84,7 @@ def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
         with av.open(str(source) if isinstance(source, Path) else source) as container:
             for frame in container.decode(video=0):
                 if frame.width * frame.height > MAX_PIXELS:
-                    raise _TooManyPixels(what, f"{frame.width} × {frame.height} pixels")
+                    raise TooManyPixels(what, f"{frame.width} × {frame.height} pixels")
                 image: Image.Image = frame.to_image()
                 return image
     except (av.error.FFmpegError, ValueError, IndexError, OSError):
@@ -89,7 +94,7 @@ def first_frame(source: Path | IO[bytes]) -> Image.Image | None:
 
 def decoded(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None:
     """The pixels of a picture, at the smallest scale a JPEG allows for ``max_side``;
-    ``None`` when it is not a picture; :class:`_TooManyPixels` past the cap. Whatever
+    ``None`` when it is not a picture; :class:`TooManyPixels` past the cap. Whatever
     decodes a picture it did not make (a sheet's tile) goes through here."""
     what = str(source) if isinstance(source, str | Path) else "an image held in memory"
     with warnings.catch_warnings():
@@ -97,15 +102,17 @@ def decoded(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
             with Image.open(source) as image:
+                stored = image.size  # what a message names, the draft's scale aside
                 if image.format == "JPEG":
                     image.draft(None, (max_side, max_side))  # decodes at 1/2, 1/4 or 1/8
                 width, height = image.size
                 if width * height > MAX_PIXELS:
-                    raise _TooManyPixels(what, f"{width} × {height} pixels")
+                    size = f"{stored[0]} × {stored[1]} pixels"
+                    raise TooManyPixels(what, size, stored, (image.format or "").lower())
                 image.load()
                 return image.copy()
         except Image.DecompressionBombError as exc:  # over Pillow's own cap: said in its words
-            raise _TooManyPixels(what, str(exc)) from exc
+            raise TooManyPixels(what, str(exc)) from exc
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
             return None
 

@@ -15,14 +15,21 @@ import binascii
 import io
 import re
 import time
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
 from PIL import Image
 
 from .._config import is_loopback_host
-from .._formats import decode_data_url
-from ..media.thumbnails import decoded
+from .._formats import decode_data_url, mime_for
+from ..catalog import endpoint as catalog_endpoint
+from ..catalog import media_spec_at
+from ..errors import EndpointNotFound
+from ..media.checks import info_problems
+from ..media.files import MediaInfo
+from ..media.thumbnails import MAX_PIXELS, TooManyPixels, decoded
 from .files import FileStore
 
 MAX_INPUT_BYTES = 32 * 2**20
@@ -57,11 +64,15 @@ class Inputs:
 
     def image(self, ref: object) -> Image.Image | None:
         """The image ``ref`` names, decoded to RGB as the thumbnails decode (within their
-        pixel cap: docs/decisions.md#pixel-bombs), or None."""
+        pixel cap: docs/decisions.md#pixel-bombs), or None. A picture past the cap is
+        :class:`InputTooLarge`: the task fails saying so, its input never silently ignored."""
         data = self.read(ref)
         try:
             image = decoded(io.BytesIO(data), 8192) if data is not None else None
-        except Exception:  # past the pixel cap
+        except TooManyPixels as exc:
+            assert data is not None
+            raise InputTooLarge(str(ref), exc, len(data)) from None
+        except Exception:  # Pillow failing in its own way on a damaged file
             return None
         return image.convert("RGB") if image is not None else None
 
@@ -100,3 +111,54 @@ class Inputs:
                 return bytes(body)
         except (httpx.HTTPError, ValueError):
             return None
+
+
+class InputTooLarge(Exception):
+    """An input picture of more pixels than the simulator decodes: its task fails,
+    naming the field and the limit (docs/decisions.md#pixel-bombs)."""
+
+    def __init__(self, ref: str, picture: TooManyPixels, size_bytes: int) -> None:
+        super().__init__(picture.size)
+        self.ref, self.picture, self.size_bytes = ref, picture, size_bytes
+
+    def reason(self, endpoint: str, payload: Mapping[str, Any]) -> str:
+        """``<field>: <what is wrong>``: the endpoint's own limit when the picture breaks
+        it (a real gateway refuses it too), else the simulator's decoder cap."""
+        loc = _place_of(payload, self.ref)
+        where = ".".join(map(str, loc)) if loc else "an input picture"
+        problems = self._spec_problems(endpoint, loc) if loc else []
+        if problems:
+            return f"{where}: {'; '.join(problems)}"
+        return (
+            f"{where}: the picture is {self.picture.size}; the simulator decodes input "
+            f"pictures of at most {MAX_PIXELS:,} pixels (the service may take it: send a "
+            "smaller one to the simulator)"
+        )
+
+    def _spec_problems(self, endpoint: str, loc: tuple[str | int, ...]) -> list[str]:
+        if self.picture.sides is None:
+            return []
+        try:
+            spec = media_spec_at(catalog_endpoint(endpoint).model, loc)
+        except EndpointNotFound:
+            return []
+        if spec is None:
+            return []
+        fmt = self.picture.format
+        width, height = self.picture.sides
+        info = MediaInfo("image", fmt, mime_for(fmt, "image"), width, height, None, self.size_bytes)
+        return info_problems(info, spec, endpoint)
+
+
+def _place_of(payload: Mapping[str, Any], ref: str) -> tuple[str | int, ...]:
+    """Where ``ref`` stands in ``payload`` (the first place), or ``()``."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), payload)]
+    while stack:
+        loc, value = stack.pop(0)
+        if value == ref and isinstance(value, str):
+            return loc
+        if isinstance(value, Mapping):
+            stack.extend(((*loc, str(k)), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*loc, i), v) for i, v in enumerate(value))
+    return ()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import FileStore, StoredFile
+from .inputs import InputTooLarge
 from .outputs import produce
 from .synth import MediaFile
 
@@ -154,6 +155,9 @@ class Scheduler:
             if made is not None:
                 made.add_done_callback(self._drop_later)
             raise
+        except InputTooLarge as exc:  # said, as a gateway says an input it cannot take
+            why = exc.reason(task.endpoint, task.payload)
+            self._complete(task, f"{RUNTIME_ERROR}: {why}", "runtime_error")
         except Exception:
             log.exception("simulated task %s (%s) failed", task.request_id, task.endpoint)
             if task.status != COMPLETED:

@@ -480,7 +480,7 @@ def test_a_lip_sync_source_of_too_large_a_frame_is_never_decoded_and_the_task_an
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A source video of huge frames was decoded whole in a worker thread: past the
-    frame cap it reads as none, as an input picture past the pixel cap does, and the
+    frame cap it reads as none (an input picture past the pixel cap fails its task), and the
     lip-sync makes its video for the sound (docs/decisions.md#pixel-bombs)."""
     source = synth.encode_video(96, 64, 1.0, 3, "source", [])  # 8 frames of 96 x 64
     tone, _ = synth.encode_audio(synth.melody(3.0, 16000, 1), 16000, 1, "wav")
@@ -501,3 +501,42 @@ def test_a_lip_sync_source_of_too_large_a_frame_is_never_decoded_and_the_task_an
     result = run("vidK-lip-sync", {"session_id": faces["session_id"], "face_choose": [choice]})
     frames, kinds, _ = video_frames(httpx.get(result["outputs"][0]["url"]).content)
     assert frames[0].size == (1280, 720) and "audio" in kinds  # made for the sound
+
+
+@pytest.fixture(scope="module")
+def huge_png() -> str:
+    """8000 x 6000 pixels (48 million, past the decoder's 40 million; under the 67
+    million of the cap it had before) in a PNG of 47 KB."""
+    return data_url(Image.new("L", (8000, 6000)))
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "payload", "said"),
+    [
+        (  # imgQ states no side limit: the simulator's own cap is named
+            "imgQ-edit-plus",
+            lambda url: {"prompt": "a kite", "images": ["https://example.com/a.png", url]},
+            "images.1: the picture is 8000 × 6000 pixels; the simulator decodes input "
+            "pictures of at most 40,000,000 pixels",
+        ),
+        (  # vidA's own limit is broken: named as the service's check names it
+            "vidA-2-0",
+            lambda url: {
+                "content": [
+                    {"type": "text", "text": "a kite"},
+                    {"type": "image_url", "image_url": {"url": url}, "role": "first_frame"},
+                ]
+            },
+            "content.1.image_url.url: image is 8000x6000 px; vidA-2-0 needs width and height "
+            "strictly between 300 and 6000 px",
+        ),
+    ],
+)
+def test_an_input_picture_past_the_decoders_cap_fails_its_task_naming_field_and_limit(
+    run: Run, huge_png: str, endpoint: str, payload: Callable[[str], dict[str, Any]], said: str
+) -> None:
+    """It was read as no picture, so the edit started from its seed: the user never
+    learned that the picture sent was not used (docs/decisions.md#pixel-bombs)."""
+    result = run(endpoint, payload(huge_png))
+    assert result["error_type"] == "runtime_error" and not result["outputs"]
+    assert result["error"].startswith(f"Runtime execution failed: {said}"), result["error"]

@@ -1254,7 +1254,7 @@ class Batch:
                     self.changed()
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
-            if self.ended.empty() and not self.sending and self.finished:
+            if self.finished:  # nothing sending, no ended row queued, every row at rest
                 break
         try:
             self._final_write()

@@ -1269,5 +1269,9 @@ class Batch:
         except Exception as exc:
             with self.lock:
                 if row.state == CREATED:
-                    self._unknown(row, f"not finished here ({type(exc).__name__}: {exc})")
+                    row.error = (
+                        f"not finished here ({type(exc).__name__}: {exc}); running the "
+                        "batch again re-attaches its task"
+                    )
+                    self.update(row, UNKNOWN)
             raise

@@ -3,6 +3,7 @@ an immutable file, and two kernels sharing tasks (issue 22 points 1-3)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -1100,3 +1101,124 @@ def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_no
     assert "locked by another process" in said.err and f"{ENDPOINT} paid" in said.err
     [line] = said.out.splitlines()
     assert f"{ENDPOINT} " in line and "pending notes" in line and line.rstrip().count(" paid ") == 1
+
+
+HOLDS_A_PAID_TASK = textwrap.dedent(
+    """
+    import sys, time
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    row = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+    led.writes.record_handle(row, Handle.from_body("asset-get", {"request_id": "paid"}, "http://gw"))
+    print("held", flush=True)
+    sys.stdin.readline()  # the test's word: write what is held, then say how many rows
+    assert led.flush(30)
+    print(len([r for r in led.rows() if r.request_id == "paid"]), flush=True)
+    """
+)
+
+
+@contextmanager
+def kernel_holding_a_paid_task(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A process that created a task while another holds the ledger's lock, once its
+    held writes are kept in the pending notes (as they are held, not at its exit)."""
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_A_PAID_TASK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert kernel.stdout is not None and kernel.stdout.readline() == "held\n"
+        pending = path.with_name(path.name + ".pending.jsonl")
+        wait_until(lambda: pending.exists() and "paid" in pending.read_text(), 30, "kept notes")
+        yield kernel
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+
+
+@pytest.mark.timeout(90)
+def test_a_kernel_killed_while_a_lock_holds_its_writes_back_loses_no_paid_task(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """The held writes lived only in the process until close or exit: ``kill -9``
+    while another process held the lock lost the paid task for good."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = locked(path)
+    with kernel_holding_a_paid_task(path) as kernel:
+        kernel.kill()  # SIGKILL: no atexit, no close
+        kernel.wait(30)
+    lock.release()
+    with Ledger(path) as fresh:
+        assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+        rows, _ = fresh.claim_unfinished("gw")
+        assert [r.request_id for r in rows] == ["paid"]  # resume() follows it
+
+
+@pytest.mark.timeout(90)
+def test_held_writes_another_process_recorded_first_are_not_recorded_twice(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """The kept notes recorded by another process while their own process lives on:
+    its intent, written once the lock frees, finds its row instead of making a second."""
+    from genwidgets.jobs.ledger.file import merge_notes
+
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    with (
+        Ledger(path) as other,
+        other.transaction() as conn,  # the lock, held here
+        kernel_holding_a_paid_task(path) as kernel,
+    ):
+        pending = path.with_name(path.name + ".pending.jsonl")
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert merge_notes(notes)(conn) == 1  # the next open's merge, played first
+        conn.execute("COMMIT")
+        conn.execute("BEGIN")  # the transaction's end commits nothing more
+        assert kernel.stdin is not None and kernel.stdout is not None
+        kernel.stdin.write("go\n")
+        kernel.stdin.flush()
+        assert kernel.stdout.readline() == "1\n"
+    with Ledger(path) as fresh:
+        assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+
+
+def test_a_kept_write_stays_kept_when_opening_the_file_again_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write kept on a full disk, whose retry could not open the file again (too many
+    open files: SQLite's CANTOPEN, raised as a LedgerError), was given up for good
+    (and "can be written again" said)."""
+    from genwidgets.jobs.ledger.file import LedgerFile
+
+    real_connect = LedgerFile._connect
+    no_files = [False]
+
+    def connect(self: LedgerFile) -> sqlite3.Connection:
+        if no_files[0]:
+            cause = sqlite3.OperationalError("unable to open database file")
+            cause.sqlite_errorcode = 14  # type: ignore[attr-defined]
+            raise LedgerError(f"cannot open the ledger {self.path}: {cause}") from cause
+        return real_connect(self)
+
+    monkeypatch.setattr(LedgerFile, "_connect", connect)
+    with (
+        Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+    ):
+        with pytest.warns(LedgerWarning, match="disk is full"):
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        led.writes.record_handle(row, handle("kept"))
+        no_files[0] = True  # each retry opens the file anew (the fault reset it)
+        assert not led.flush(30)
+        full[0] = False
+        assert not led.flush(30)  # still no file to open: kept, not given up
+        no_files[0] = False
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            assert led.flush(30)
+        found = led.get(GATEWAY, "kept")
+        assert found is not None and found.payload == {"n": 1} and led.dropped == 0

@@ -51,6 +51,7 @@ __all__ = ["LedgerFile", "Undecodable", "damage", "merge_notes", "quick_check", 
 
 log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_CANTOPEN = 14  # SQLITE_CANTOPEN: too many open files, a folder made unreadable
 _HERE = os.path.dirname(__file__)
 #: the names SQLite gives the ledger's file and its journals
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
@@ -669,11 +670,14 @@ class LedgerFile:
         write given up, or kept on a disk fault (checked when it appears, not at
         each retry).
         """
-        problem = damage(exc) or ("" if self._checked_at_fault else self._check_file())
+        # a file opened before that cannot be opened again (the writer hands that over
+        # only then: too many open files) is kept as a disk fault's writes are
+        reopen = getattr(exc, "sqlite_errorcode", None) == _CANTOPEN
+        problem = damage(exc) or ("" if self._checked_at_fault or reopen else self._check_file())
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
-        if is_disk_fault(exc):  # as a lock held elsewhere: kept in order, tried again
+        if is_disk_fault(exc) or reopen:  # as a lock held elsewhere: kept, tried again
             self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
@@ -682,9 +686,10 @@ class LedgerFile:
                     f"({self.unwritable}). New tasks, their statuses and results are kept in "
                     "this process, in order, and written there as soon as it can be written "
                     f"(tried every {FAULT_PAUSE:g} s and at each new write); keep this kernel "
-                    "running until then. Free disk space or make the file writable. If this "
-                    f"process ends first, they are kept in {self.pending_path} for the next "
-                    "genwidgets to record, and each created task is named in a warning."
+                    "running until then. Free disk space or make the file writable. The "
+                    f"created tasks are also kept in {self.pending_path} as they come (unless "
+                    "that disk is full too), for the next genwidgets to record if this "
+                    "process ends first, and each is named in a warning at exit."
                 )
             return "keep"
         self._checked_at_fault = False  # another fault: the next is checked again

@@ -116,6 +116,7 @@ class Ledger:
             left_behind=self._left_behind,
             moved=self._file.moved,
             recovered=self._file.recovered,
+            keep_held=self._keep_held,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -146,15 +147,28 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    def _placed(self, note: Note) -> Note:
+        """``note`` with what places it without this process: its pid and host, and the
+        row of an intent ticket already on disk (a handle's, a failed create's)."""
+        note.update(pid=os.getpid(), host=HOST)
+        for placed in ("row", "failed"):
+            if placed in note:
+                note[placed] = self.writes.row_of(note[placed])
+        return note
+
     def _left_behind(self, notes: list[Note], unwritten: int) -> None:
-        """Writes not applied when the writer stopped: kept beside the file with what
-        places them without this process (its pid, the rows of its tickets), and said."""
-        for note in notes:
-            note.update(pid=os.getpid(), host=HOST)
-            for placed in ("row", "failed"):  # a handle's or a failed create's row
-                if placed in note:
-                    note[placed] = self.writes.row_of(note[placed])
-        self._file.left_behind(notes, unwritten)
+        """Writes not applied when the writer stopped: kept beside the file, and said."""
+        self._file.left_behind([self._placed(note) for note in notes], unwritten)
+
+    def _keep_held(self, notes: list[Note]) -> bool:
+        """Writes held (a lock held elsewhere, a disk fault), kept beside the file as
+        they are (copies: their tickets may still get rows), so a process killed before
+        they are written loses no task (docs/decisions.md#ledger-left-behind); recording
+        one twice changes nothing. False when they could not be kept (logged)."""
+        why = self._file.keep_pending([self._placed(dict(note)) for note in notes])
+        if why:
+            log.info("genwidgets: could not keep held writes in %s: %s", self.path, why)
+        return not why
 
     # ------------------------------------------------------------------ settings and health
 
@@ -337,8 +351,12 @@ class Ledger:
         """``(endpoint, request_id, created_at)`` of the created tasks a process left in
         the pending notes beside the file (docs/decisions.md#ledger-left-behind): not in
         the file until this ledger's next write gets through (a lock held elsewhere)."""
-        notes = self._file.pending_handles()
-        return [(note["endpoint"], note["request_id"], float(note["at"])) for note in notes]
+        mine = (HOST, os.getpid())  # this process's own held writes are said apart
+        found: dict[tuple[str, str], float] = {}  # a note kept when held, again at exit
+        for note in self._file.pending_handles():
+            if (note.get("host"), note.get("pid")) != mine:
+                found.setdefault((note["endpoint"], note["request_id"]), float(note["at"]))
+        return [(endpoint, request_id, at) for (endpoint, request_id), at in found.items()]
 
     def _say_behind(self) -> None:
         """``rows`` read while this process's writes still wait (a lock held elsewhere,

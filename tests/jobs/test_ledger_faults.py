@@ -46,13 +46,20 @@ HOLDER = textwrap.dedent(
 )
 
 
+#: the same, in SQLite's exclusive locking mode: readers are kept out too
+HOLDER_OF_READS = HOLDER.replace(
+    'con.execute("BEGIN EXCLUSIVE")',
+    'con.execute("PRAGMA locking_mode = EXCLUSIVE"); con.execute("BEGIN EXCLUSIVE")',
+)
+
+
 class Lock:
     """``BEGIN EXCLUSIVE`` held on a ledger by a second process until :meth:`release`."""
 
-    def __init__(self, path: Path, tmp: Path) -> None:
+    def __init__(self, path: Path, tmp: Path, script: str = HOLDER) -> None:
         self.held, self.free = tmp / "held", tmp / "free"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(path), str(self.held), str(self.free)],
+            [sys.executable, "-c", script, str(path), str(self.held), str(self.free)],
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -1076,6 +1083,16 @@ def test_a_first_client_in_a_home_on_a_full_disk_lists_its_jobs_and_resumes_with
         client.close()
 
 
+def quick_ledger_for_commands(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands' ledger, at ``path``, waits 0.2 s for a lock, not 5."""
+
+    class Quick(Ledger):
+        def __init__(self) -> None:
+            super().__init__(path, busy_timeout=0.2)
+
+    monkeypatch.setattr("genwidgets._client.Ledger", Quick)
+
+
 @pytest.mark.timeout(90)
 def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_notes(
     gateway_env: SimulatorServer,
@@ -1091,11 +1108,7 @@ def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_no
     path = tmp_path / "home" / "ledger.sqlite3"
     exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
 
-    class Quick(Ledger):  # the command's ledger waits 0.2 s for the lock, not 5
-        def __init__(self) -> None:
-            super().__init__(path, busy_timeout=0.2)
-
-    monkeypatch.setattr("genwidgets._client.Ledger", Quick)
+    quick_ledger_for_commands(path, monkeypatch)
     assert main(["history"]) == 0
     said = capsys.readouterr()
     assert "locked by another process" in said.err and f"{ENDPOINT} paid" in said.err
@@ -1222,3 +1235,70 @@ def test_a_kept_write_stays_kept_when_opening_the_file_again_fails(
             assert led.flush(30)
         found = led.get(GATEWAY, "kept")
         assert found is not None and found.payload == {"n": 1} and led.dropped == 0
+
+
+@pytest.mark.timeout(90)
+def test_reads_under_a_lock_that_keeps_readers_out_wait_once_then_say_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read waited ``busy_timeout`` again and ended in a bare "database is locked"
+    (``genwidgets history`` took three waits): the first read waits, then reads try
+    without waiting until one gets through, and a flush or close waits only what is
+    left of ``busy_timeout`` since the writes began to be held."""
+    from genwidgets.jobs.ledger.store import AFTER_A_WAIT
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    lock = Lock(path, tmp_path, HOLDER_OF_READS)
+    waits: list[float | None] = []
+    real_flush = WriteQueue.flush
+
+    def flush(self: WriteQueue, timeout: float | None) -> bool:
+        waits.append(timeout)
+        return real_flush(self, timeout)
+
+    monkeypatch.setattr(WriteQueue, "flush", flush)
+    try:
+        led = Ledger(path, busy_timeout=1)
+        with pytest.raises(LedgerError, match="locked by another process"):
+            led.query("SELECT count(*) FROM tasks")  # waits busy_timeout, once
+        assert led.locked_out and led.query("PRAGMA busy_timeout") == [(0,)]
+        with (
+            pytest.warns(LedgerWarning, match="locked by another process"),
+            pytest.raises(LedgerError, match="locked by another process"),
+        ):
+            led.rows()
+        assert waits == [AFTER_A_WAIT]  # held longer than busy_timeout: no second wait
+    finally:
+        lock.release()
+    assert led.rows() == [] and not led.locked_out
+    assert led.query("PRAGMA busy_timeout") == [(1000,)]
+    led.close()
+
+
+@pytest.mark.timeout(90)
+def test_the_history_command_under_a_lock_that_keeps_readers_out_shows_the_pending_notes(
+    gateway_env: SimulatorServer,
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It ended in "cannot read the ledger: database is locked", after three waits."""
+    from genwidgets.cli import EXIT_NOT_DONE, main
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    lock, _ = exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
+    lock.release()  # nobody opened the ledger since: its paid task is in the notes only
+    (tmp_path / "again").mkdir()
+
+    quick_ledger_for_commands(path, monkeypatch)
+    readers_out = Lock(path, tmp_path / "again", HOLDER_OF_READS)
+    try:
+        assert main(["history"]) == EXIT_NOT_DONE
+    finally:
+        readers_out.release()
+    said = capsys.readouterr()
+    assert "only the pending notes are shown" in said.err and "locked by another" in said.err
+    assert "pending notes" in said.out and " paid " in said.out

@@ -258,6 +258,9 @@ class LedgerFile:
         self.journal_mode = ""
         #: where an unusable file found at ``path`` was moved (None if none was)
         self.set_aside: Path | None = None
+        #: a read found the file locked by another process past ``busy_timeout``: the
+        #: next reads try without waiting, until one gets through (a history waits once)
+        self.locked_out = False
         #: why the file cannot be written (None while it can): writes are kept meanwhile
         self.unwritable: str | None = None
         #: writes given up because the file failed them for another reason than a busy
@@ -360,16 +363,34 @@ class LedgerFile:
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
-        :class:`LedgerError`. A table missing while the file cannot be written is none
+        :class:`LedgerError`. A file locked past ``busy_timeout`` is waited for once
+        (see :attr:`locked_out`). A table missing while the file cannot be written is none
         read: the schema is among the writes kept (a new home on a full disk), and the
         reads say the rest (docs/decisions.md#ledger-behind)."""
         with self._lock:
+            conn = self._connection()
+            patient = not self.locked_out
             try:
-                return self._connection().execute(sql, params).fetchall()
+                if not patient:  # waited once already: try, never wait again
+                    conn.execute("PRAGMA busy_timeout = 0")
+                found = conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 if self.unwritable is not None and "no such table" in str(exc):
                     return []
+                if is_busy(exc):
+                    self.locked_out = True
+                    raise LedgerError(
+                        f"the ledger {self.path} is locked by another process (reads waited "
+                        f"{self.busy_timeout:g} s once, and try without waiting until it "
+                        "frees); try again once that process is done with it"
+                    ) from exc
                 raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
+            finally:
+                if not patient:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            self.locked_out = False
+            return found
 
     @contextmanager
     def write(self, on_damage: Callable[[], None]) -> Iterator[sqlite3.Connection]:

@@ -48,6 +48,9 @@ LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
 #: one that needs a lock to be created or migrated opens later, in the writer)
 OPEN_WAIT = 1.0
+#: what a flush or a close waits once a wait for the lock has run out (SQLite's busy
+#: handler looks again every 0.1 s at most: a lock freed meanwhile is met)
+AFTER_A_WAIT = 0.25
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.1
@@ -234,12 +237,27 @@ class Ledger:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every write made so far is on disk (or given up); False on timeout.
 
-        ``timeout`` defaults to ``busy_timeout``. The warnings kept meanwhile are raised
-        here, on the caller's thread.
+        ``timeout`` defaults to what is left of ``busy_timeout`` since the writes began
+        to be held (a lock held elsewhere): a history, then a close, wait once, not
+        each its ``busy_timeout``. The warnings kept meanwhile are raised here, on the
+        caller's thread.
         """
-        done = self._queue.flush(self.busy_timeout if timeout is None else timeout)
+        done = self._queue.flush(self._patience() if timeout is None else timeout)
         self._file.deliver()
         return done
+
+    def _patience(self) -> float:
+        """What is left of ``busy_timeout`` since the writer's head write was held, or
+        :data:`AFTER_A_WAIT` (at most ``busy_timeout``): a lock freed meanwhile is met
+        within SQLite's polling, and the writes get through instead of being left."""
+        left = self.busy_timeout - self._queue.held_for
+        return max(left, min(self.busy_timeout, AFTER_A_WAIT))
+
+    @property
+    def locked_out(self) -> bool:
+        """Whether the last read found the file locked by another process past
+        ``busy_timeout``: reads then try without waiting, until one gets through."""
+        return self._file.locked_out
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -269,11 +287,12 @@ class Ledger:
         return self._file.read(sql, params)
 
     def close(self) -> None:
-        """Write what is queued (at most ``busy_timeout``: the rest is said and kept
+        """Write what is queued (at most what is left of ``busy_timeout``, as
+        :meth:`flush` waits: the rest is said and kept
         beside the file, docs/decisions.md#ledger-left-behind), give up this ledger's
         leases, and close its connections (they reopen on the next call)."""
         self.release()
-        self._queue.stop(self.busy_timeout)
+        self._queue.stop(self._patience())
         self._file.close()
         self._file.deliver()
 

@@ -112,11 +112,13 @@ _Item = tuple[Op | None, concurrent.futures.Future[Any] | None, Note | None] | N
 @atexit.register
 def _flush_all() -> None:
     """At interpreter exit, give queued rows a bounded chance to reach the disk; what
-    is still queued then goes to the queue's ``left_behind`` (said, kept elsewhere)."""
+    is still queued then goes to the queue's ``left_behind`` (said, kept elsewhere). The
+    wait counts from when the writes began to be held: a lock met earlier is not waited
+    for a second time."""
     for writes in list(_live):
         thread = writes.thread
         if thread is not None:
-            writes.hand_over(thread, writes.exit_wait)
+            writes.hand_over(thread, max(writes.exit_wait - writes.held_for, STALL))
 
 
 class WriteQueue:
@@ -195,6 +197,14 @@ class WriteQueue:
         held elsewhere): callers that would wait for their write then don't."""
         thread = self._thread
         return thread is not None and thread.holding()
+
+    @property
+    def held_for(self) -> float:
+        """Seconds the write being applied has been held (0 when none is): a caller's
+        wait for the lock counts from there, so a second wait adds none."""
+        thread = self._thread
+        since = None if thread is None or not thread.holding() else thread.writing_since
+        return 0.0 if since is None else time.monotonic() - since
 
     def kept(self, note: Note) -> bool:
         """Whether ``note`` (of a write not applied yet) was kept beside the file by

@@ -233,6 +233,7 @@ class WriteQueue:
         if self.left_behind is not None:
             thread.left = True  # it applies nothing more: what it holds is kept elsewhere
             thread.wake.set()
+            thread.noted.set()  # its keeper ends
             self.left_behind(thread.notes(), thread.jobs.unfinished_tasks)
         return False
 
@@ -278,6 +279,7 @@ class _Thread(threading.Thread):
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
         self.keeper: threading.Thread | None = None
+        self.ended = False  # its last job done: the keeper ends too
         self.start()
 
     def holding(self) -> bool:
@@ -291,6 +293,7 @@ class _Thread(threading.Thread):
         )
 
     def was_kept(self, note: Note) -> bool:
+        """Whether ``note`` itself (not an equal one) is among those kept."""
         with self.kept_lock:
             return any(kept is note for kept in self.kept)
 
@@ -309,7 +312,7 @@ class _Thread(threading.Thread):
         cannot do it, as it waits inside SQLite's busy handler."""
         keep_held = self.writes.keep_held
         assert keep_held is not None
-        while self.is_alive() and not self.left:
+        while not self.ended and not self.left:
             self.noted.clear()
             waiting = [note for note in self.notes() if not self.was_kept(note)]
             if not waiting:
@@ -374,7 +377,8 @@ class _Thread(threading.Thread):
             if item is None:
                 self.reset_connection()
                 self.jobs.task_done()
-                self.noted.set()  # the keeper ends too
+                self.ended = True
+                self.noted.set()
                 return
             op, future, self.writing_note = item
             self.writing_since = time.monotonic()

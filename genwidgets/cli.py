@@ -34,7 +34,14 @@ from . import __version__
 from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
-from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
+from .errors import (
+    GenwidgetsError,
+    LedgerError,
+    NoAnswer,
+    RateLimited,
+    ServerError,
+    TaskTimeout,
+)
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import Job, copies_pending_words, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
@@ -201,9 +208,16 @@ def _copies_in_words(record: dict[str, Any]) -> str:
 def _history(client: Client, args: argparse.Namespace) -> int:
     if client.ledger is None:
         return say_error("history", "the ledger is off", EXIT_NOT_DONE, as_json=args.json)
-    rows = client.ledger.rows(
-        client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
-    )
+    try:
+        rows = client.ledger.rows(
+            client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
+        )
+    except LedgerError as exc:  # locked past its wait: the pending notes, and a word
+        if not client.ledger.locked_out or args.json:
+            raise
+        rows, busy = [], str(exc)
+    else:
+        busy = ""
     records = [_row_record(r, client.key_fingerprint) for r in rows]
     if args.json:
         print(json.dumps(records))
@@ -221,6 +235,9 @@ def _history(client: Client, args: argparse.Namespace) -> int:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
             shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
             print(f"{when}  {shown} (left by a process that ended: recorded at the next write)")
+    if busy:
+        said = f"only the pending notes are shown: {busy}"
+        return say_error("history", said, EXIT_NOT_DONE, as_json=False)
     return 0
 
 

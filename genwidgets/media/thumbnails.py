@@ -20,7 +20,7 @@ import logging
 import os
 import struct
 import warnings
-from contextlib import nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
@@ -131,8 +131,8 @@ def _header(source: str | Path | IO[bytes]) -> tuple[tuple[int, int], str] | Non
     cap before saying its sides (so an endpoint's limit could not be checked). No pixel
     is decoded; ``None`` when no reader makes it out."""
     Image.init()  # every reader registered, as Image.open ends up doing
-    opened = open(source, "rb") if isinstance(source, str | Path) else nullcontext(source)
-    with opened as fp:
+    with ExitStack() as stack:
+        fp = stack.enter_context(open(source, "rb")) if isinstance(source, str | Path) else source
         fp.seek(0)
         prefix = fp.read(16)
         for name in Image.ID:

@@ -5,6 +5,7 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -1088,33 +1089,44 @@ def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
         assert swept == states == {"first": ("done", True), "other": ("done", False)}
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_the_teacher_clears_upstreams_hold_on_creates_in_every_process(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    store: str,
 ) -> None:
     """An upstream 429 with ``Retry-After: 600`` held creates back for ten minutes, and
     only a restart ended it, process by process. The hold is the class's (in the
-    database): a second server on it holds back too, the admin page says how to clear
-    it, and ``serve hold --clear`` lets every process send again at once."""
+    database): a second server on it holds back too (two in this process on SQLite, two
+    ``genwidgets serve`` processes on PostgreSQL), the admin page says how to clear it,
+    and ``serve hold --clear`` lets every one send again at once."""
     RefusingUpstream.create, RefusingUpstream.poll = (429, {"detail": "Slow down"}, "600"), None
     upstream_server = LoopbackServer(RefusingUpstream)
-    db = Database(tmp_path / "class.db")
+    url = (
+        str(tmp_path / "class.db") if store == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    db = Database(url)
     db.migrate()
     token, admin = add_key(db, "alice", {"tasks": 5}), add_key(db, "teacher", {}, admin=True)
-    configs = [
-        ServeConfig(
-            upstream=Upstream(upstream_server.base, TEACHER_KEY),
-            database=Database(db.url),
-            sweep_every=0,
-        )
-        for _ in "ab"
-    ]
     try:
-        with (
-            ClassServer(configs[0]) as first,
-            ClassServer(configs[1]) as second,
-            httpx.Client(timeout=60) as api,
-        ):
-            servers = (first.base_url, second.base_url)
+        with contextlib.ExitStack() as running, httpx.Client(timeout=60) as api:
+            if store == "sqlite":
+                servers = [
+                    running.enter_context(
+                        ClassServer(
+                            ServeConfig(
+                                upstream=Upstream(upstream_server.base, TEACHER_KEY),
+                                database=Database(url),
+                                sweep_every=0,
+                            )
+                        )
+                    ).base_url
+                    for _ in "ab"
+                ]
+            else:
+                start = request.getfixturevalue("serve_processes")
+                servers = [start(upstream_server.base, url, "--rate", "0").base_url for _ in "ab"]
             api.headers["Authorization"] = f"Bearer {token}"
             assert api.post(f"{servers[0]}/v1/queue/{IMAGE}", json=ONE).status_code == 429
             RefusingUpstream.create = None  # upstream takes creates again
@@ -1123,14 +1135,15 @@ def test_the_teacher_clears_upstreams_hold_on_creates_in_every_process(
                 assert held.status_code == 429 and int(held.headers["retry-after"]) > 60
             admin_page = {"Authorization": f"Bearer {admin}"}
             assert "hold --clear" in api.get(f"{servers[1]}/admin", headers=admin_page).text
-            assert main(["serve", "--database", db.url, "hold", "--json"]) == 0
+            assert main(["serve", "--database", url, "hold", "--json"]) == 0
             assert json.loads(capsys.readouterr().out)["held_seconds"] > 60
-            assert main(["serve", "--database", db.url, "hold", "--clear"]) == 0
+            assert main(["serve", "--database", url, "hold", "--clear"]) == 0
             assert "cleared" in capsys.readouterr().out
             made = [api.post(f"{s}/v1/queue/{IMAGE}", json=ONE) for s in servers]
             page = api.get(f"{servers[0]}/admin", headers=admin_page)
     finally:
         upstream_server.close()
+        db.close()
     assert [answer.status_code for answer in made] == [200, 200]
     assert "hold --clear" not in page.text
 

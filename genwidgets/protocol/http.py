@@ -72,8 +72,8 @@ from .records import (
     is_terminal,
     queue_url,
     readable,
+    says_rate_limited,
 )
-from .refusals import says_rate_limited
 
 log = logging.getLogger("genwidgets")
 T = TypeVar("T")
@@ -278,7 +278,7 @@ def is_refusal(answer: Answer) -> bool:
 
 
 def _says_rate_limited(answer: Answer) -> bool:
-    """A rate limit by :func:`~.refusals.says_rate_limited` (a body without the code is
+    """A rate limit by :func:`~.records.says_rate_limited` (a body without the code is
     not parsed for it)."""
     said = b"RATE_LIMIT_EXCEEDED" in answer.content[:4096]
     return says_rate_limited(answer.status_code, answer.json() if said else None)

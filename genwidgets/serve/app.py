@@ -27,8 +27,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.gate import GATE_CEILING
-from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
-from ..protocol.refusals import HANDLERS, detail, gateway_error, says_rate_limited
+from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url, says_rate_limited
+from ..protocol.refusals import HANDLERS, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..protocol.values import resolve_output_url
 from ..simulator.app import http_error, read_payload, required_token

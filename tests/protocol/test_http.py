@@ -331,9 +331,9 @@ def test_one_rule_says_a_rate_limit_for_the_client_and_the_class_gateway(
 ) -> None:
     """The client and the class gateway each had their own reader of a rate limit (the
     gateway's ignored a top-level code and a task's own error); both read by
-    :func:`~genwidgets.protocol.refusals.says_rate_limited`, and the client's gate
+    :func:`~genwidgets.protocol.records.says_rate_limited`, and the client's gate
     closes by the same answer."""
-    from genwidgets.protocol.refusals import says_rate_limited
+    from genwidgets.protocol.records import says_rate_limited
 
     assert says_rate_limited(status, body) is limited
     answer = error(status, body) if body is not None else httpx.Response(status)

@@ -6,13 +6,12 @@ value, each cell with its outputs, status, stars, note and request id, then the 
 margins. The sheet shows each cell's first output as :mod:`.lasting` keeps it (a
 sweep's combinations wrap like cards; docs/decisions.md#sheet-count); the page, a
 file that opens offline, embeds each cell's outputs up to the client's own cap, reads
-from the gateway only within one bounded budget (:class:`PageReads`) and carries the
+from the gateway only within one bounded budget (:class:`~.lasting.ReadBudget`) and carries the
 grid's description (docs/decisions.md#grid-export).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -30,7 +29,15 @@ from ..media.thumbnails import data_url, thumbnail
 from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output
 from . import markup
-from .lasting import MEDIA_KINDS, in_hand, local_file, media_choice, output_html, safe_data_url
+from .lasting import (
+    MEDIA_KINDS,
+    ReadBudget,
+    in_hand,
+    local_file,
+    media_choice,
+    output_html,
+    safe_data_url,
+)
 
 __all__ = [
     "AUDIO_EMBED_BYTES",
@@ -38,7 +45,6 @@ __all__ = [
     "PAGE_READS",
     "PAGE_READ_SECONDS",
     "VIDEO_EMBEDS",
-    "PageReads",
     "VideoEmbed",
     "contact_sheet",
     "left_out",
@@ -264,39 +270,7 @@ def left_out(cell: GridCell) -> str | None:
     )
 
 
-class PageReads:
-    """The reads one page makes from the gateway: at most :data:`PAGE_READS`, each begun
-    before one deadline (:data:`PAGE_READ_SECONDS` from the start; a read ends within
-    its own download deadline), none after one failed (an expired URL or a gateway
-    away: the next would fail too, each after its timeout)."""
-
-    def __init__(self, reads: int | None = None, seconds: float | None = None) -> None:
-        self.left = PAGE_READS if reads is None else reads
-        self.seconds = PAGE_READ_SECONDS if seconds is None else seconds
-        self.deadline = time.monotonic() + self.seconds
-        self.failed = False
-
-    def refused(self) -> str | None:
-        """Why no more reads are made; None while one may be."""
-        if self.failed:
-            return "a read from the gateway failed before it: the page reads no more"
-        if self.left <= 0:
-            return f"a page reads at most {PAGE_READS} outputs from the gateway"
-        if time.monotonic() >= self.deadline:
-            return f"a page reads from the gateway for at most {self.seconds:g} s"
-        return None
-
-    def read(self, output: Output) -> bytes:
-        """The output's bytes, one read of the budget (see :meth:`refused` first)."""
-        self.left -= 1
-        try:
-            return output.read(MAX_READ_BYTES)
-        except Exception:
-            self.failed = True
-            raise
-
-
-def _output_bytes(output: Output, reads: PageReads) -> bytes | str:
+def _output_bytes(output: Output, reads: ReadBudget) -> bytes | str:
     """The bytes at hand (local copy, inline, a data URL), else read within ``reads``;
     the words saying why not when they cannot be had."""
     data = in_hand(output, MAX_READ_BYTES)
@@ -304,15 +278,15 @@ def _output_bytes(output: Output, reads: PageReads) -> bytes | str:
         return data
     why = reads.refused()
     if why is not None:
-        return f"{output.kind} not embedded (not downloaded, and {why})"
+        return f"{output.kind} not embedded: not downloaded, and {why}"
     try:
-        return reads.read(output)
+        return reads.read(output, MAX_READ_BYTES)
     except Exception as exc:  # an expired URL: say so, link nothing
         return f"{output.kind} unavailable ({type(exc).__name__})"
 
 
 def _output_html(
-    output: Output, cell: GridCell, media_dir: Path, video: str, reads: PageReads
+    output: Output, cell: GridCell, media_dir: Path, video: str, reads: ReadBudget
 ) -> markup.Html:
     data = _output_bytes(output, reads)
     if isinstance(data, str):
@@ -338,7 +312,9 @@ def _output_html(
     return markup.page_note(said, _where(local, media_dir, link=url is not None))
 
 
-def _page_cell(cell: GridCell | None, media_dir: Path, video: str, reads: PageReads) -> markup.Html:
+def _page_cell(
+    cell: GridCell | None, media_dir: Path, video: str, reads: ReadBudget
+) -> markup.Html:
     if cell is None:
         return markup.empty_cell(style=None)
     shown = [_output_html(o, cell, media_dir, video, reads) for o in cell.outputs[:CELL_OUTPUTS]]
@@ -362,13 +338,13 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
     inline are named, never embedded. A cell's outputs past :data:`CELL_OUTPUTS` are
     counted, not embedded; those not downloaded are read from the gateway within one
-    :class:`PageReads` budget, the rest said not embedded."""
+    :class:`~.lasting.ReadBudget` budget, the rest said not embedded."""
     if video not in VIDEO_EMBEDS:
         raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
-    reads = PageReads()
+    reads = ReadBudget(PAGE_READS, PAGE_READ_SECONDS)
     tables = _tables_html(
         run,
         export.margins(run),

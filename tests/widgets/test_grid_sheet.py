@@ -224,13 +224,13 @@ def test_the_outputs_a_page_reads_from_the_gateway_are_bounded_in_count_and_time
     monkeypatch.setattr(grid_sheet, "PAGE_READS", 3)
     page = grid.save_html(tmp_path / "counted.html").read_text()
     assert host.asked == 2 + 3 and page.count("data:image/png") == 5
-    said = "image not embedded (not downloaded, and a page reads at most 3 outputs from"
+    said = "image not embedded: not downloaded, and at most 3 outputs are read from the"
     assert page.count(said) == 1
 
     monkeypatch.setattr(grid_sheet, "PAGE_READ_SECONDS", 0.0)  # its deadline already past
     page = grid.save_html(tmp_path / "late.html").read_text()
     assert host.asked == 5 and page.count("data:image/png") == 5  # those read are kept
-    assert page.count("a page reads from the gateway for at most 0 s") == 1
+    assert page.count("outputs are read from the gateway for at most 0 s") == 1
 
     monkeypatch.setattr(grid_sheet, "PAGE_READ_SECONDS", 30.0)
     host.answer = 404  # expired: the first read fails, no other is tried
@@ -239,6 +239,6 @@ def test_the_outputs_a_page_reads_from_the_gateway_are_bounded_in_count_and_time
     page = fresh.save_html(tmp_path / "expired.html").read_text()
     assert host.asked == 5 + 2 + 1 and "data:image/png" not in page
     assert page.count("image unavailable (DownloadError)") == 1
-    assert page.count("a read from the gateway failed before it: the page reads no more") == 5
+    assert page.count("a read from the gateway failed before it: no more are made") == 5
     grid.close()
     fresh.close()

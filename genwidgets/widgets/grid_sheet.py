@@ -32,7 +32,6 @@ from . import markup
 from .lasting import (
     MEDIA_KINDS,
     ReadBudget,
-    in_hand,
     local_file,
     media_choice,
     output_html,
@@ -271,16 +270,15 @@ def left_out(cell: GridCell) -> str | None:
 
 
 def _output_bytes(output: Output, reads: ReadBudget) -> bytes | str:
-    """The bytes at hand (local copy, inline, a data URL), else read within ``reads``;
-    the words saying why not when they cannot be had."""
-    data = in_hand(output, MAX_READ_BYTES)
-    if data is not None:
-        return data
-    why = reads.refused()
-    if why is not None:
+    """The bytes at hand (the local copy, as :meth:`Output.read` checks it, inline, a
+    data URL), else read within ``reads``; the words saying why not when they cannot be
+    had."""
+    at_hand = output.in_hand() is not None or (output.url or "").startswith("data:")
+    network = not at_hand and local_file(output) is None
+    if network and (why := reads.refused()) is not None:
         return f"{output.kind} not embedded: not downloaded, and {why}"
     try:
-        return reads.read(output, MAX_READ_BYTES)
+        return reads.read(output, MAX_READ_BYTES) if network else output.read(MAX_READ_BYTES)
     except Exception as exc:  # an expired URL: say so, link nothing
         return f"{output.kind} unavailable ({type(exc).__name__})"
 

@@ -374,6 +374,14 @@ class ReadBudget:
         self.deadline = time.monotonic() + seconds
         self.failed = False
 
+    @staticmethod
+    def asks_gateway(output: Output) -> bool:
+        """Whether reading ``output`` downloads it, a read the budget counts: no local
+        copy, no bytes in hand, a URL that is not a ``data:`` one."""
+        url = output.url or ""
+        held = output.size() is not None or output.inline() is not None
+        return not held and bool(url) and not url.startswith("data:")
+
     def refused(self) -> str | None:
         """Why no more reads are made; None while one may be."""
         if self.failed:

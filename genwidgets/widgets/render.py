@@ -102,7 +102,7 @@ def source_of(
         return Source("none", None, note="the content type is not a valid media type")
     url = output.url
     kind = url_kind(url) if url else None
-    remote = kind in {"http", "relative"} and output.size() is None and output.inline() is None
+    remote = kind in {"http", "relative"} and ReadBudget.asks_gateway(output)
 
     def read(cap: int = MAX_READ_BYTES) -> Source:
         if remote and reads is not None and (why := reads.refused()) is not None:

@@ -325,7 +325,8 @@ class GridRun(Batch):
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as
-        its shown path), request id, error and rating (exports; never the key)."""
+        its shown path), request id, status, trouble (a failed create's words or a failed
+        task's "failed: ...") and rating (exports; never the key)."""
 
         data = {"id": self.id, **self.plan.describe()}
         data["cells"] = [
@@ -334,7 +335,8 @@ class GridRun(Batch):
                 **{d: c.value(d) for d in ("x", "y", "z")},
                 "payload": scrub_payload(c.payload),
                 "request_id": c.request_id,
-                "error": c.error,
+                "status": status_of(c),
+                "error": c.trouble,
                 "stars": c.rating,
                 "note": c.note,
             }

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
+from ..catalog.checks import shown
 from ..errors import LedgerError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
@@ -266,9 +267,15 @@ class GridRun(Batch):
         """Set 1-5 stars (0 clears them) and/or a note ("" clears it); a field left None
         keeps what is stored, so stars and a note given apart (a browser's star click
         and its note field) never undo each other. Persisted in the grid store."""
-        target = self.cells[cell] if isinstance(cell, int) else cell
-        if target not in self.cells:
-            raise ValueError("that cell is not one of this grid's cells")
+        total = len(self.cells)
+        if isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < total:
+            target = self.cells[cell]  # a negative index rated a cell counted from the end
+        elif isinstance(cell, GridCell) and cell in self.cells:
+            target = cell
+        else:
+            raise ValueError(
+                f"rate a cell number 0-{total - 1} or one of this grid's cells, not {shown(cell)}"
+            )
         if stars is not None and (
             isinstance(stars, bool) or not isinstance(stars, int) or not 0 <= stars <= 5
         ):

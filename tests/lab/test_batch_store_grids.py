@@ -112,6 +112,9 @@ def test_reads_of_a_file_without_grids_write_nothing(ledger: Ledger) -> None:
     assert store.get("g1") is None
     with pytest.raises(KeyError, match="no grid is stored yet"):
         store.require("g1")
+    with pytest.raises(KeyError) as caught:  # a pasted text as the id: shown short
+        store.require("x" * 100_000)
+    assert "(100000 characters)" in str(caught.value) and len(str(caught.value)) < 200
     assert not GRID_TABLES & tables(ledger)
     store.rate("g1", 0, 3, None)  # the first write makes the tables
     assert tables(ledger) >= GRID_TABLES and store.ratings("g1") == {0: (3, None)}

@@ -328,6 +328,51 @@ def test_without_a_ledger_a_grid_stored_before_it_was_sent_reopens_waiting_to_be
         assert client.request_counts.get("create", 0) == 2
 
 
+def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """A grid re-opened while another kernel sends it: its cells showed "not created"
+    and failed, and this kernel's wait() and submit() never read them again. They are
+    "being sent in another kernel", not failed, and followed (no create) once that kernel
+    has created their tasks; one whose kernel went away before its answer is settled from
+    the ledger by its tag (it never left: submit() sends it once)."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.rate(grid.cells[1], 2)  # stored, nothing sent
+        other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
+        sending = GridStore(other)
+        assert sending.reserve(grid.id, [(0, {}), (1, {})], {}).taken == [(0, 1), (1, 1)]
+        again = gw.load_grid(grid.id, client=client)
+        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 2
+        assert again.run.tally() == (0, 0, 2) and not any(c.trouble for c in again.cells)
+        described = again.describe()["cells"]
+        assert [(c["status"], c["error"]) for c in described] == [
+            ("being sent in another kernel", None)
+        ] * 2
+        with pytest.raises(TimeoutError, match="still being sent in another kernel"):
+            again.wait(timeout=0.3)
+        task = client.submit("genW2.5-t2i-preview", grid.cells[0].payload)  # its create
+        sending.settle(grid.id, [RowUpdate(0, CREATED, str(task.request_id))])
+        other.close()  # gone before cell 1's create was sent
+        creates = client.request_counts["create"]
+        again.wait(timeout=60)
+        assert again.cells[0].request_id == task.request_id and again.cells[0].outputs
+        assert status_of(again.cells[0]) == "done" and status_of(again.cells[1]) == "not sent"
+        assert client.request_counts["create"] == creates  # followed, never created here
+        again.submit(wait=True).wait(timeout=60)
+        assert [status_of(c) for c in again.cells] == ["done", "done"]
+        assert client.request_counts["create"] == creates + 1
+
+
 #: the grid tables of genwidgets before grids ran on the run core, as it wrote them
 OLD_GRID_TABLES = (
     "CREATE TABLE grids (id TEXT PRIMARY KEY, gateway TEXT NOT NULL, endpoint TEXT NOT NULL, "

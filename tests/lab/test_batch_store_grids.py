@@ -5,6 +5,8 @@ the session store of a client without a ledger."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -371,6 +373,75 @@ def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
         again.submit(wait=True).wait(timeout=60)
         assert [status_of(c) for c in again.cells] == ["done", "done"]
         assert client.request_counts["create"] == creates + 1
+
+
+#: a kernel of its own (one process keeps one store per ledger file, open for writing)
+MAKE_AND_RATE = """
+import sys, genwidgets as gw
+with gw.Client(sys.argv[1], "sim-demo-key") as client:
+    grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
+                   client=client)
+    grid.wait(timeout=60)
+    grid.rate(grid.cells[0], 5, "the one")
+    print(grid.id, *(c.request_id for c in grid.cells))
+"""
+REOPEN = """
+import json, sys, warnings, genwidgets as gw
+with gw.Client(sys.argv[1], "sim-demo-key") as client, warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    grid = gw.load_grid(sys.argv[2], client=client)
+    said = gw.read_export(grid.save_png(sys.argv[3]))
+    print(json.dumps({
+        "warned": [str(x.message) for x in w if x.category is gw.LedgerWarning],
+        "ratings": [[c.rating, c.note] for c in grid.cells],
+        "tally": grid.run.tally(), "outputs": [len(c.outputs) for c in grid.cells],
+        "exported": [c["stars"] for c in said["cells"]],
+    }))
+"""
+
+
+def test_a_finished_grid_reopens_from_a_home_that_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """A full or read-only home: ``load_grid`` raised the store's LedgerError though
+    ``gw.grids()`` listed the grid and history read its tasks. It opens with a
+    LedgerWarning, its ratings and exports read from what is stored, what it learns
+    (each task finished) waits (decisions#ledger-locked-resume)."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+
+    def kernel(code: str, *args: str) -> str:
+        ran = subprocess.run(
+            [sys.executable, "-c", code, simulator.base_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        return ran.stdout.strip().splitlines()[-1]
+
+    grid_id, *request_ids = kernel(MAKE_AND_RATE).split()
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as ledger:  # a kernel gone before its last flush: its tasks "created"
+        store = GridStore(ledger)
+        for index, request_id in enumerate(request_ids):
+            set_request(store, grid_id, index, request_id)
+    if os.geteuid() == 0:  # root ignores modes: an immutable file
+        chattr = shutil.which("chattr")
+        assert chattr is not None, "root without chattr cannot make a file unwritable"
+        subprocess.run([chattr, "+i", str(path)], check=True)
+    else:
+        path.chmod(0o444)
+    try:
+        seen = json.loads(kernel(REOPEN, grid_id, str(tmp_path / "sheet.png")))
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run([shutil.which("chattr") or "chattr", "-i", str(path)], check=True)
+        else:
+            path.chmod(0o644)
+    assert any(f"grid {grid_id} is shown from its store" in w for w in seen["warned"]), seen
+    assert seen["ratings"] == [[5, "the one"], [0, None]]
+    assert seen["tally"] == [2, 0, 2] and seen["outputs"] == [1, 1]
+    assert seen["exported"] == [5, 0]
 
 
 #: the grid tables of genwidgets before grids ran on the run core, as it wrote them

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -51,6 +52,18 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
 
+    async def _creating(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        """``fn(*args, stop=..., **kw)``, a call that creates tasks, as :meth:`_call`. A
+        cancel of the caller cannot reach the worker thread: it sets ``stop``, so no create
+        of the call leaves from then on (one already sent answers and is recorded), and
+        goes on at once (docs/decisions.md#a-cancelled-async-call)."""
+        stop = threading.Event()
+        try:
+            return await self._call(fn, *args, stop=stop, **kw)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
     def __repr__(self) -> str:
         return "<Async" + repr(self._client)[1:]
 
@@ -89,7 +102,7 @@ class AsyncClient:
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        job = await self._call(self._client.send, prepared, headers=headers)
+        job = await self._creating(self._client.send, prepared, headers=headers)
         return self._wrap(job)
 
     async def send_many(
@@ -100,7 +113,9 @@ class AsyncClient:
         on_sent: Callable[[int, AsyncJob | Exception], object] | None = None,
     ) -> list[AsyncJob | Exception]:
         """As :meth:`Client.send_many`; ``on_sent`` runs on one of this client's worker
-        threads (not the caller's loop), as each answer arrives."""
+        threads (not the caller's loop), as each answer arrives. Cancelled, it stops: the
+        creates not sent never leave, those in flight answer and are recorded
+        (``client.jobs``, ``history()``; docs/decisions.md#a-cancelled-async-call)."""
 
         def wrapped(outcome: Job | Exception) -> AsyncJob | Exception:
             return self._wrap(outcome) if isinstance(outcome, Job) else outcome
@@ -108,7 +123,7 @@ class AsyncClient:
         def tell(index: int, outcome: Job | Exception) -> object:
             return None if on_sent is None else on_sent(index, wrapped(outcome))
 
-        outcomes = await self._call(
+        outcomes = await self._creating(
             self._client.send_many, requests, concurrency=concurrency, on_sent=tell
         )
         return [wrapped(outcome) for outcome in outcomes]
@@ -161,6 +176,9 @@ class AsyncClient:
         except asyncio.TimeoutError:
             sending.add_done_callback(_outcome_read)  # its failure is the ledger's now
             raise create_unanswered(endpoint, timeout) from None
+        except asyncio.CancelledError:  # the caller's cancel: a create not sent never is
+            sending.cancel()
+            raise
         return await job.result(max(0.0, deadline - loop.time()))
 
     async def aclose(self) -> None:

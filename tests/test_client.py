@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import concurrent.futures
 import errno
 import json
 import signal
@@ -674,6 +675,34 @@ def test_ctrl_c_during_send_many_lets_the_creates_in_flight_answer_and_names_the
         assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]  # followed
         assert host.creates == 2
     finally:
+        client.close()
+        gateway.close()
+
+
+def test_send_many_stopped_from_another_thread_sends_no_more_and_names_what_it_made() -> None:
+    """``stop`` set from another thread (an AsyncClient's cancelled caller) while two
+    creates wait at the gateway: none leaves from then on, the two answer and are
+    followed, and ``CancelledError`` names the tasks made, as Ctrl-C's interrupt does."""
+    host = HeldCreates()
+    stop = threading.Event()
+    host.release = stop.is_set  # the gateway answers once the stop was set
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(6)]
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.send_many, requests, concurrency=2, stop=stop)
+        assert wait_for(lambda: host.held == 2, timeout=30)
+        stop.set()
+        with pytest.raises(
+            concurrent.futures.CancelledError,
+            match=r"cancelled; of 6 requests, the gateway created 2 tasks .*4 made nothing",
+        ):
+            sent.result(timeout=60)
+        assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]
+        assert host.creates == 2
+    finally:
+        pool.shutdown()
         client.close()
         gateway.close()
 

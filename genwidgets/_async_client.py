@@ -52,12 +52,15 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
 
-    async def _creating(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        """``fn(*args, stop=..., **kw)``, a call that creates tasks, as :meth:`_call`. A
+    async def _creating(
+        self, fn: Callable[..., T], *args: Any, stop: threading.Event | None = None, **kw: Any
+    ) -> T:
+        """``fn(*args, stop=stop, **kw)``, a call that creates tasks, as :meth:`_call`. A
         cancel of the caller cannot reach the worker thread: it sets ``stop``, so no create
         of the call leaves from then on (one already sent answers and is recorded), and
         goes on at once (docs/decisions.md#a-cancelled-async-call)."""
-        stop = threading.Event()
+        if stop is None:
+            stop = threading.Event()
         try:
             return await self._call(fn, *args, stop=stop, **kw)
         except asyncio.CancelledError:
@@ -170,16 +173,18 @@ class AsyncClient:
             return await (await self.send(prepared)).result()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        sending = asyncio.ensure_future(self.send(prepared))
+        stop = threading.Event()
+        sending = asyncio.ensure_future(self._creating(self._client.send, prepared, stop=stop))
         try:  # the shield is this wait's own: a timeout leaves the create be
             job = await wait_within(asyncio.shield(sending), timeout)
         except asyncio.TimeoutError:
             sending.add_done_callback(_outcome_read)  # its failure is the ledger's now
             raise create_unanswered(endpoint, timeout) from None
-        except asyncio.CancelledError:  # the caller's cancel: a create not sent never is
+        except asyncio.CancelledError:  # the caller's: a create not sent never is, from now
+            stop.set()
             sending.cancel()
             raise
-        return await job.result(max(0.0, deadline - loop.time()))
+        return await self._wrap(job).result(max(0.0, deadline - loop.time()))
 
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""

@@ -1145,6 +1145,8 @@ class Client:
             answered = CREATES_IN_FLIGHT.leave(self, prepared.endpoint)
             if late and row is None:
                 row = await self._intent_as_it_leaves(prepared, tag)
+                if batch is not None:  # stopped while its intent was written: it never leaves
+                    batch.leave()
 
         def made_nothing(exc: BaseException) -> None:
             nonlocal row, answered

@@ -707,6 +707,43 @@ def test_send_many_stopped_from_another_thread_sends_no_more_and_names_what_it_m
         gateway.close()
 
 
+def test_a_create_stopped_while_its_intent_is_written_never_leaves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ledger slow to take a ``send_many`` create's intent (a busy disk) holds the
+    create at its last step before the wire; a stop set meanwhile keeps it from leaving,
+    its row not created. Before, the stop was read only before the intent: it left."""
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    assert client.ledger is not None
+    writes = client.ledger.writes
+    record = writes.record_intent_as_it_leaves
+    writing, stop = threading.Event(), threading.Event()
+
+    async def slow_to_write(**intent: Any) -> int:
+        writing.set()
+        for _ in range(3000):  # until the stop, 30 s at most
+            if stop.is_set():
+                break
+            await asyncio.sleep(0.01)
+        return await record(**intent)
+
+    monkeypatch.setattr(writes, "record_intent_as_it_leaves", slow_to_write)
+    requests = [client.prepare("ep", {}, validate=False)]
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.send_many, requests, concurrency=1, stop=stop)
+        assert wait_for(writing.is_set, timeout=30)
+        stop.set()
+        with pytest.raises(concurrent.futures.CancelledError, match="1 made nothing"):
+            sent.result(timeout=60)
+        assert fake.count("create") == 0
+        assert [r.state for r in client.ledger.rows(client.gateway_name)] == ["not_created"]
+    finally:
+        pool.shutdown()
+        client.close()
+
+
 def test_a_with_block_left_by_an_error_lets_creates_in_flight_answer_and_keeps_their_ids() -> None:
     """The script's own error leaves ``with gw.Client()`` while three creates of its
     threads wait at the gateway: the close lets them answer, so each task made (and

@@ -190,9 +190,11 @@ def run_each(
     )
     outcomes: dict[int, T | Exception] = {}
     try:
-        while len(outcomes) < len(works):
+        while True:
             if halt is not None and halt.is_set():  # seen within a slice: no on_each after
                 raise concurrent.futures.CancelledError(HALTED)
+            if len(outcomes) == len(works):
+                break
             try:  # short slices: a kernel interrupt is seen at once
                 index, outcome = arrived.get(timeout=0.25)
             except queue.Empty:

@@ -36,7 +36,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import Job, copies_pending_words, no_stop_hint
+from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
@@ -241,11 +241,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     job = client.job(endpoint, args.request_id)
     rid = job.request_id
     if args.command == "cancel":
-        now = job.status()
-        if now.done:
-            return _ended(args, endpoint, now.status)
-        job.cancel()
-        return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+        return _cancel(args, job, endpoint)
     if args.command == "status":
         try:  # one try, as result's last ask: an address that never answers costs one timeout
             status = job.status(retries=0)
@@ -313,6 +309,30 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     said += f" ({terminal_text(result.error)})" if result.error else ""
     said += "".join(f"\n  {terminal_text(str(name))}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
+
+
+def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
+    """``cancel``: the gateway's status asked once (``retries=0``, as ``status``), and the
+    cancel sent unless it says the task has ended. A status that fails or never answers
+    does not hold the cancel back: the task bills on meanwhile (the cancel was never
+    sent). A cancel the gateway did not take (:func:`~.jobs.job.kept_cancel`) is said,
+    exit 1: this process ends, so the same command sends it again.
+    docs/decisions.md#batch-cli."""
+    rid = job.request_id
+    try:
+        now = job.status(retries=0)
+        if now.done:
+            return _ended(args, endpoint, now.status)
+    except (NoAnswer, ServerError, RateLimited):
+        pass  # how the task stands is not known: a cancel is idempotent, send it
+    try:
+        job.cancel()
+    except CANCEL_KEPT:
+        sent, why = kept_cancel(job) or ("not taken", "")
+        out = {"request_id": rid, "cancel": sent, "error": why}
+        again = f"the task may still run: genwidgets cancel {rid} sends it again"
+        return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
+    return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
 
 
 def _not_known_yet(

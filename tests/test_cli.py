@@ -839,3 +839,52 @@ def test_python_dash_m_genwidgets_is_the_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert genwidgets.__version__ in done.stdout
+
+
+class StatusDown(JsonHandler):
+    """Task ``r1``'s status and result addresses answer 500 at once; its cancel answers
+    ``answer`` (200 unless set), counted in ``cancels``."""
+
+    cancels = 0
+    answer = 200
+
+    def do_GET(self) -> None:
+        self.send_json({"error": {"code": "INTERNAL", "message": "status backend down"}}, 500)
+
+    def do_PUT(self) -> None:
+        type(self).cancels += 1
+        self.send_json({"status": "CANCELLED"}, self.answer)
+
+
+@pytest.mark.parametrize(("answer", "code", "said"), [(200, 0, "asked"), (500, 1, "not taken")])
+def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said(
+    answer: int,
+    code: int,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Explorer (pipes) defect 2: ``cancel`` asked the status first with the whole retry
+    policy and sent no cancel when it failed (exit 1 "HTTP 500"; the task billed on).
+    Now the status is asked once and the cancel sent whatever it answered, unless it
+    says the task ended; a cancel the gateway did not take is said, with how to send it
+    again."""
+    handler = type("Gateway", (StatusDown,), {"cancels": 0, "answer": answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == code
+    finally:
+        gateway.close()
+    found = json_out(capsys)
+    assert (found["request_id"], found["cancel"]) == ("r1", said)
+    assert handler.cancels >= 1
+    if answer != 200:
+        assert "the gateway failed" in found["error"]
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == 1  # its words, in a line
+        line = capsys.readouterr().out
+        assert line.startswith("r1: cancel not sent: cannot reach the gateway")
+        assert line.rstrip().endswith("genwidgets cancel r1 sends it again")

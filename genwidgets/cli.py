@@ -34,7 +34,14 @@ from . import __version__
 from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
-from .errors import GenwidgetsError, NoAnswer, RateLimited, ServerError, TaskTimeout
+from .errors import (
+    GenwidgetsError,
+    NoAnswer,
+    RateLimited,
+    ServerError,
+    TaskTimeout,
+    Unreachable,
+)
 from .jobs.downloads import extension_for, safe_name
 from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
@@ -346,7 +353,7 @@ def _not_known_yet(
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
     said = (
-        f"{rid}: outcome not known yet: the gateway did not answer in time ({exc}). "
+        f"{rid}: outcome not known yet: {_what_it_answered(exc)}. "
         f"The task may still run or be done; {again}"
     )
     if status is not None and status.done:
@@ -354,6 +361,18 @@ def _not_known_yet(
         word = terminal_text(status.status)
         said = f"{rid}: {word}; its result could not be fetched in time ({exc}); {again}"
     return say(args, out, said, EXIT_NOT_DONE)
+
+
+def _what_it_answered(exc: Exception) -> str:
+    """What the gateway did instead of saying a task's status: no answer in time is one
+    case only; a 500, a 429 or an unreadable answer came at once and is said as such."""
+    if isinstance(exc, Unreachable):
+        return f"the gateway could not be reached ({exc})"
+    if isinstance(exc, RateLimited):
+        return f"the gateway's rate limit refused the ask ({exc})"
+    if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read
+        return f"the gateway answered with a failure ({exc})"
+    return f"the gateway did not answer in time ({exc})"
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:

@@ -888,3 +888,61 @@ def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said
         line = capsys.readouterr().out
         assert line.startswith("r1: cancel not sent: cannot reach the gateway")
         assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
+
+
+class AnswersAtOnce(JsonHandler):
+    """Every status ask answered at once, as ``how`` says: a 500, a 429 asking to wait
+    1e308 s, or a body past the client's cap (its length said first, so it is refused
+    before it is read)."""
+
+    how = "500"
+
+    def do_GET(self) -> None:
+        if self.how == "oversized":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+            self.wfile.write(b'{"status": "IN_PROGRESS", "pad": "')
+            return
+        if self.how == "429":
+            self.send_response(429)
+            self.send_header("Retry-After", "1e308")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_json({"error": {"code": "INTERNAL", "message": "status backend down"}}, 500)
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("500", "the gateway answered with a failure (HTTP 500: status backend down"),
+        ("429", "the gateway's rate limit refused the ask (HTTP 429"),
+        ("oversized", "the gateway answered with a failure ("),
+    ],
+)
+def test_status_says_what_the_gateway_answered_not_that_it_did_not_answer(
+    how: str,
+    words: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Explorer (pipes) defect 6: an answer that came at once (a 500, a 429, a body
+    over the cap) was said as "the gateway did not answer in time"; a ``Retry-After:
+    1e308`` was printed in 309 digits."""
+    gateway = LoopbackServer(type("Gateway", (AnswersAtOnce,), {"how": how}))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-answers")
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 1
+    finally:
+        gateway.close()
+    said = capsys.readouterr().out
+    assert said.startswith(f"r1: outcome not known yet: {words}"), said
+    assert "did not answer" not in said
+    assert not re.search(r"\d{30}", said), said  # no wait said in hundreds of digits
+    if how == "429":
+        assert "(retry after 600.0 s)" in said  # what the client waits at most

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import contextlib
 import functools
 import io
@@ -690,6 +691,14 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
     print(f"genwidgets {command}: warning: {terminal_text(said)}", file=sys.stderr)
 
 
+def _say_warnings_at_exit(command: str) -> None:
+    """At the interpreter's exit, warnings stay the command's one line: the ledger's exit
+    flush (``jobs.ledger.writer``, registered at import, so run after this) warns of the
+    writes a full or read-only home kept, once the command's ``catch_warnings`` has put
+    Python's format back (a source path, a line number, a bare source line)."""
+    warnings.showwarning = functools.partial(_say_warning, command)
+
+
 #: commands that serve until stopped: their server (uvicorn) handles SIGTERM itself
 SERVERS = ("simulate", "serve")
 
@@ -700,6 +709,8 @@ def _command(argv: Sequence[str] | None, stopping: Stopping) -> int:
     if isinstance(args, int):
         return args
     on_sigterm = contextlib.nullcontext() if args.command in SERVERS else stopping.on_sigterm()
+    atexit.unregister(_say_warnings_at_exit)  # the last command's: main may run again
+    atexit.register(_say_warnings_at_exit, args.command)
     with warnings.catch_warnings(), on_sigterm, no_stop_hint():
         warnings.showwarning = functools.partial(_say_warning, args.command)
         try:

@@ -946,3 +946,33 @@ def test_status_says_what_the_gateway_answered_not_that_it_did_not_answer(
     assert not re.search(r"\d{30}", said), said  # no wait said in hundreds of digits
     if how == "429":
         assert "(retry after 600.0 s)" in said  # what the client waits at most
+
+
+#: a child process: a warning at the interpreter's exit, from a hook registered before
+#: the command ran, as the ledger writer's exit flush is (at import): it runs after
+#: every hook the command registers
+WARNS_AT_EXIT = """
+import atexit, sys, warnings
+from genwidgets.errors import LedgerWarning
+atexit.register(warnings.warn, "genwidgets: 2 write(s) could not reach the ledger", LedgerWarning)
+from genwidgets.cli import main
+sys.exit(main(["history"]))
+"""
+
+
+def test_a_warning_at_the_interpreters_exit_is_the_commands_one_line_too(tmp_path: Path) -> None:
+    """Explorer (pipes) defect 5: on a read-only home the ledger's exit flush warned
+    after the command had put Python's ``showwarning`` back: a source path and line
+    number and a bare source line ended the command's stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARNS_AT_EXIT],
+        env=_embedded_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "genwidgets history: warning: 2 write(s) could not reach the ledger"
+    ]

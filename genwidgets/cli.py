@@ -81,6 +81,11 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
+#: ``resume``'s wait with no ``--wait`` (seconds): it fetches what has finished and lists
+#: what still runs; a task its gateway keeps running held it for ever (a cron job piled up)
+RESUME_WAIT = 60.0
+#: seconds between two lines of a command still waiting, on stderr (docs/decisions.md#batch-cli)
+STILL_WAITING_EVERY = 60.0
 
 
 def _limit(text: str) -> int:
@@ -144,7 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser(
         "resume", help="re-attach unfinished tasks and wait for their results", parents=[JSON_FLAG]
     )
-    resume.add_argument("--wait", type=float, default=None, help="seconds to wait at most")
+    resume.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        help=f"seconds to wait at most (default {RESUME_WAIT:g}: the tasks still running "
+        "then are listed, and the next resume waits again)",
+    )
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
     resume.add_argument(
         "--recopy",
@@ -404,25 +415,58 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
+@contextlib.contextmanager
+def _still_waiting(command: str, what: Callable[[], str]) -> Iterator[None]:
+    """While the block runs, a line on stderr every :data:`STILL_WAITING_EVERY` seconds:
+    what the command waits for (``what()``, asked at each line) and how long so far, so a
+    log shows a command held by a task its gateway keeps running, not a silence."""
+    started, stop = time.monotonic(), threading.Event()
+
+    def tell() -> None:
+        while not stop.wait(STILL_WAITING_EVERY):
+            so_far = time.monotonic() - started
+            print(
+                f"genwidgets {command}: {so_far:.0f} s so far, waiting for {what()}",
+                file=sys.stderr,
+            )
+
+    thread = threading.Thread(target=tell, name="genwidgets-still-waiting", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _resume(client: Client, args: argparse.Namespace) -> int:
     jobs = client.resume(force=args.force, recopy=args.recopy)
-    deadline = None if args.wait is None else time.monotonic() + args.wait
-    records = []
+    deadline = time.monotonic() + (RESUME_WAIT if args.wait is None else args.wait)
+    records: list[dict[str, Any]] = []
     silence: list[Exception | None] = []  # the one ask after a wait with no word: its error
-    for job in jobs:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        record = _resumed(client, job, left, silence)
-        records.append(record)
-        if not args.json:
-            if record["copies_pending"]:
-                n = copies_pending_words(record["copies_pending"])
-                print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
-            said = terminal_text(record["status"])
-            said += f" ({terminal_text(record['error'])})" if record.get("error") else ""
-            print(
-                f"{record['request_id']}  {record['endpoint']:<24} {said}"
-                + "".join(f"\n  {f}" for f in record["files"])
-            )
+
+    def waited_on() -> str:
+        if len(records) >= len(jobs):  # all said: the command is ending
+            return "its last lines"
+        job = jobs[len(records)]
+        left = max(0.0, deadline - time.monotonic())
+        where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
+        return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
+
+    with _still_waiting("resume", waited_on):
+        for job in jobs:
+            record = _resumed(client, job, max(0.0, deadline - time.monotonic()), silence)
+            records.append(record)
+            if not args.json:
+                if record["copies_pending"]:
+                    n = copies_pending_words(record["copies_pending"])
+                    print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
+                said = terminal_text(record["status"])
+                said += f" ({terminal_text(record['error'])})" if record.get("error") else ""
+                print(
+                    f"{record['request_id']}  {record['endpoint']:<24} {said}"
+                    + "".join(f"\n  {f}" for f in record["files"])
+                )
     if args.json:
         print(json.dumps(records))
     elif not records:
@@ -438,7 +482,7 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resumed(
-    client: Client, job: Job, left: float | None, silence: list[Exception | None]
+    client: Client, job: Job, left: float, silence: list[Exception | None]
 ) -> dict[str, Any]:
     """One task of ``resume``, waited for at most ``left`` seconds, as its JSON record.
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
@@ -459,7 +503,9 @@ def _resumed(
                 | {"copies_pending": job.copies_pending}
             )
         except TaskTimeout as exc:
-            error = f"not finished within {exc.timeout:g} s; genwidgets resume waits again"
+            error = (
+                f"not finished within {round(exc.timeout, 1):g} s; genwidgets resume waits again"
+            )
             if job.last_status is None and not silence:  # no word from the gateway
                 try:
                     job.status(retries=0)
@@ -741,7 +787,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":
-        return run_batch(args)
+        if sys.stdout.isatty():  # its bar shows the wait
+            return run_batch(args)
+        # a log's lines are written when a count changes: a task kept running was silence
+        with _still_waiting("batch", lambda: f"the rows of {args.file} (into {args.out})"):
+            return run_batch(args)
     if args.command == "serve":
         return serve_cli.serve(args)
     if args.command == "notebooks":

@@ -976,3 +976,61 @@ def test_a_warning_at_the_interpreters_exit_is_the_commands_one_line_too(tmp_pat
     assert done.stderr.splitlines() == [
         "genwidgets history: warning: 2 write(s) could not reach the ledger"
     ]
+
+
+def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explorer (pipes) defect 4: ``resume`` with no ``--wait`` waited for ever, silent,
+    on a task its gateway kept running (a cron job piled up). Now it waits
+    ``RESUME_WAIT`` at most, lists the task as not finished, and says on stderr what it
+    waits for while it waits."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-queued")
+    monkeypatch.setattr(cli, "RESUME_WAIT", 1.0)
+    monkeypatch.setattr(cli, "STILL_WAITING_EVERY", 0.2)
+    with genwidgets.Client() as client:
+        client.submit("ep", {"prompt": "a heron"}, validate=False)
+    outcome: list[int] = []
+    command = threading.Thread(target=lambda: outcome.append(main(["resume"])), daemon=True)
+    try:
+        command.start()
+        command.join(30)
+    finally:
+        gateway.close()
+    assert outcome == [1], "resume did not end at its default deadline"
+    said = capsys.readouterr()
+    assert "r1  ep                       IN_QUEUE (not finished within 1 s; " in said.out
+    assert re.search(
+        r"^genwidgets resume: \d+ s so far, waiting for r1 \(ep, IN_QUEUE; task 1 of 1, "
+        r"the wait ends in \d+ s\)$",
+        said.err,
+        re.MULTILINE,
+    ), said.err
+
+
+def test_a_batch_not_on_a_terminal_says_on_stderr_what_it_waits_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explorer (pipes) defect 4: a batch whose task the gateway keeps running printed
+    its progress line once (a line is written when a count changes), then nothing while
+    it waited: a log said nothing of a command held for ever."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-queued")
+    monkeypatch.setattr(cli, "STILL_WAITING_EVERY", 0.2)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\na heron\n")
+    out = tmp_path / "o"
+    argv = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--out", str(out)]
+    try:  # --timeout ends it: the subject is what it says meanwhile
+        code = main([*argv, "--yes", "--timeout", "1", "--on-timeout", "leave"])
+    finally:
+        gateway.close()
+    err = capsys.readouterr().err
+    assert code == 1, err
+    waiting = f" s so far, waiting for the rows of {rows} (into {out})"
+    assert re.search(rf"^genwidgets batch: \d+{re.escape(waiting)}$", err, re.MULTILINE), err

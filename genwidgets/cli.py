@@ -37,6 +37,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import (
     GenwidgetsError,
+    LedgerError,
     NoAnswer,
     RateLimited,
     ServerError,
@@ -220,9 +221,16 @@ def _copies_in_words(record: dict[str, Any]) -> str:
 def _history(client: Client, args: argparse.Namespace) -> int:
     if client.ledger is None:
         return say_error("history", "the ledger is off", EXIT_NOT_DONE, as_json=args.json)
-    rows = client.ledger.rows(
-        client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
-    )
+    try:
+        rows = client.ledger.rows(
+            client.gateway_name, endpoint=args.endpoint, status=args.status, limit=args.limit
+        )
+    except LedgerError as exc:  # locked past its wait: the pending notes, and a word
+        if not client.ledger.locked_out or args.json:
+            raise
+        rows, busy = [], str(exc)
+    else:
+        busy = ""
     records = [_row_record(r, client.key_fingerprint) for r in rows]
     if args.json:
         print(json.dumps(records))
@@ -240,6 +248,9 @@ def _history(client: Client, args: argparse.Namespace) -> int:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
             shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
             print(f"{when}  {shown} (left by a process that ended: recorded at the next write)")
+    if busy:
+        said = f"only the pending notes are shown: {busy}"
+        return say_error("history", said, EXIT_NOT_DONE, as_json=False)
     return 0
 
 

@@ -58,6 +58,12 @@ NEVER_RAISED_TO_USERS = {
     # the ledger writer's mark on a write it never applied (a LedgerError): logged, and
     # the LedgerWarning of the writer's stop names its tasks
     "genwidgets.jobs.ledger.writer.LeftBehind",
+    # a picture past the decoder's cap: a thumbnail is left out (logged), an export's
+    # tile is blank, and the simulator turns it into InputTooLarge
+    "genwidgets.media.thumbnails.TooManyPixels",
+    # the simulator's own: its task fails naming the field and the limit (a gateway's
+    # task error, never a raise in the user's process)
+    "genwidgets.simulator.inputs.InputTooLarge",
 }
 
 

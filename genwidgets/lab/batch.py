@@ -101,6 +101,8 @@ FOLLOW_BACKOFF = 2.0
 FOLLOW_BACKOFF_MAX = 60.0
 #: how a lost row's ``error`` ends while it is followed again
 FOLLOWING_AGAIN = "; following it again (no new create)"
+#: how the ``error`` of a row given up ``unknown`` with its request id ends
+RERUN = "Running the batch again re-attaches it (no new create)"
 #: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
 #: failures of a cancel or a poll that say contact is lost (a 5xx, no answer)
@@ -529,12 +531,10 @@ class Batch:
             try:
                 result = job.result(timeout=0)
             except ClientClosed as exc:
-                error = f"{type(exc).__name__}: {exc}"
                 with self.lock:
-                    row.error = (
-                        f"contact lost: its client was closed ({error}); the task may still run"
+                    self._unknown(
+                        row, f"contact lost: its client was closed ({type(exc).__name__}: {exc})"
                     )
-                    self.update(row, UNKNOWN)
                 return
             except Exception as exc:  # the gateway said the task is gone, or an odd end
                 error = f"{type(exc).__name__}: {exc}"
@@ -601,33 +601,31 @@ class Batch:
         now = time.time()
         with self.lock:
             row.lost += 1
-            if row.lost_since is None:
-                row.lost_since = now
-            if self.timeout is not None and row.created_at is not None:
-                deadline = row.created_at + self.timeout
-            else:
+            row.lost_since = row.lost_since or now
+            deadline = self._deadline(row)
+            cancel_due = deadline is not None and self.on_timeout == "cancel" and not row.timed_out
+            if deadline is None:
                 deadline = row.lost_since + CONTACT_PATIENCE
-            if now >= deadline and not self._cancel_due(row):
+            if now >= deadline and not cancel_due:
                 past = f", past its timeout of {self.timeout:g} s" if row.timed_out else ""
-                row.error = (
-                    f"contact lost ({why}){past}; the task may still run or be done. Running "
-                    "the batch again re-attaches it (no new create)"
-                )
-                self.update(row, UNKNOWN)
+                self._unknown(row, f"contact lost ({why}){past}")
                 return
             wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
             row.follow_at = min(now + wait, deadline)
             row.error = f"contact lost ({why}){FOLLOWING_AGAIN}"
         self.dirty = True  # the finisher tells the views
 
-    def _cancel_due(self, row: BatchRow) -> bool:
-        """The row's ``timeout`` asks a cancel of its task, not asked yet."""
-        return (
-            self.timeout is not None
-            and self.on_timeout == "cancel"
-            and row.created_at is not None
-            and not row.timed_out
-        )
+    def _deadline(self, row: BatchRow) -> float | None:
+        """When the row's ``timeout`` passes (None: it has none, or no task yet)."""
+        if self.timeout is None or row.created_at is None:
+            return None
+        return row.created_at + self.timeout
+
+    def _unknown(self, row: BatchRow, lost: str, more: str = "") -> None:
+        """End a row out of contact with its task ``unknown``, its request id kept for a
+        rerun: ``lost`` says how, ``more`` what became of its cancel (under the lock)."""
+        row.error = f"{lost}: the task may still run or be done{more}. {RERUN}"
+        self.update(row, UNKNOWN)
 
     def check_deadlines(self) -> None:
         """Rows past ``timeout``: cancelled at the gateway (a lost row is followed again to
@@ -639,13 +637,13 @@ class Batch:
         with self.lock:
             for row in self.rows:
                 failed = self._cancel_failed(row) if row.state == CREATED else None
-                if failed is not None:
-                    self._lost_at_cancel(row, failed)
-                    continue
                 asked = row.cancel_asked_at
-                kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
-                if row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
+                deadline = self._deadline(row)
+                if failed is not None:
+                    self._lost_past_deadline(row, failed)
+                elif row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
                     late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
+                    kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
                     ended = (  # a gateway may accept a cancel and go on
                         f"its cancel did not end it within {CANCEL_GRACE:g} s"
                         if kept is None
@@ -657,30 +655,26 @@ class Batch:
                         "re-attaches it)"
                     )
                     self.update(row, LEFT)
-                    continue
-                if (
-                    self.timeout is not None
-                    and row.state == CREATED
+                elif (
+                    row.state == CREATED
                     and not row.timed_out
-                    and row.created_at is not None
-                    and now - row.created_at > self.timeout
+                    and deadline is not None
+                    and now > deadline
                     and row.job is not None
                     and (row.lost or not row.job.done())
                 ):
                     row.timed_out = True
                     if self.on_timeout == "leave" and row.lost:  # nothing to ask of it
-                        self._lost_past_deadline(row, "")
-                        continue
-                    if self.on_timeout == "leave":
+                        self._lost_past_deadline(row, None)
+                    elif self.on_timeout == "leave":
                         row.error = f"still running after {self.timeout:g} s: left running"
                         self.update(row, LEFT)
-                        continue
-                    row.cancel_asked_at = now
-                    if row.job.done():  # out of contact, between follow-ups: one more now
-                        due.append(row)
-                    late.append(row)
-                    continue
-                if (
+                    else:
+                        row.cancel_asked_at = now
+                        if row.job.done():  # out of contact, between follow-ups: one more now
+                            due.append(row)
+                        late.append(row)
+                elif (
                     row.follow_at is not None
                     and row.follow_at <= now
                     and row.state in (CREATED, LEFT)
@@ -720,29 +714,21 @@ class Batch:
             return None
         return f"{cancel}, and so did a poll of it ({type(failed).__name__}: {failed})"
 
-    def _lost_at_cancel(self, row: BatchRow, cancel: str) -> None:
-        """End a row whose deadline cancel and polls failed for want of contact
-        ``unknown``, its request id kept for a rerun (under the lock)."""
-        if row.lost:  # out of contact since before its deadline
-            self._lost_past_deadline(row, f"; {cancel}")
+    def _lost_past_deadline(self, row: BatchRow, cancel: str | None) -> None:
+        """End a row out of contact at its deadline ``unknown``, its request id kept for a
+        rerun (under the lock): out of contact since before it (``row.lost``: its polls
+        gave up), or its deadline cancel and a poll failed for want of contact; ``cancel``
+        says how its cancel failed (None: none was asked)."""
+        if not row.lost:
+            self._unknown(
+                row,
+                f"timed out after {self.timeout:g} s; no word of its task since its cancel "
+                f"was asked, and {cancel} (contact lost)",
+            )
             return
-        row.error = (
-            f"timed out after {self.timeout:g} s; no word of its task since its cancel "
-            f"was asked, and {cancel} (contact lost): it may still run or be done. "
-            "Running the batch again re-attaches it (no new create)"
-        )
-        self.update(row, UNKNOWN)
-
-    def _lost_past_deadline(self, row: BatchRow, cancel: str) -> None:
-        """End a row out of contact since before its deadline ``unknown``, its request id
-        kept for a rerun; ``cancel`` says what became of its cancel (under the lock)."""
-        row.follow_at = None
         lost = (row.error or "contact lost").removesuffix(FOLLOWING_AGAIN)
-        row.error = (
-            f"{lost}, past its timeout of {self.timeout:g} s: the task may still run or "
-            f"be done{cancel}. Running the batch again re-attaches it (no new create)"
-        )
-        self.update(row, UNKNOWN)
+        more = f"; {cancel}" if cancel else ""
+        self._unknown(row, f"{lost}, past its timeout of {self.timeout:g} s", more)
 
     # ------------------------------------------------------------------ resuming
 
@@ -808,8 +794,7 @@ class Batch:
                 job = finished.get(request_id) or self.client.job(row.endpoint, request_id)
             except GenwidgetsError as exc:
                 with self.lock:
-                    row.error = f"contact lost: {type(exc).__name__}: {exc}; the task may still run"
-                    self.update(row, UNKNOWN)
+                    self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
                 continue
             with self.lock:  # a lost row come due keeps its deadline; any other starts one
                 due = row.follow_at is not None
@@ -1269,7 +1254,7 @@ class Batch:
                     self.changed()
             except Exception as exc:  # recorded and shown; the rows go on
                 self._trouble("finishing rows", exc)
-            if self.ended.empty() and not self.sending and self.finished:
+            if self.finished:  # nothing sending, no ended row queued, every row at rest
                 break
         try:
             self._final_write()

@@ -86,7 +86,7 @@ EXIT_NOT_DONE = 1
 #: what still runs; a task its gateway keeps running held it for ever (a cron job piled up)
 RESUME_WAIT = 60.0
 #: seconds between two lines of a command still waiting, on stderr (docs/decisions.md#batch-cli)
-STILL_WAITING_EVERY = 60.0
+STILL_WAITING_EVERY = 30.0
 
 
 def _limit(text: str) -> int:

@@ -166,6 +166,10 @@ FLAG_WORDS = (
     (r"(?:batch\.)?retry_failed\(\) \((genwidgets batch --retry-failed)\)", r"\1"),
     (r" or batch\.write_files\(\)", ""),
     (r"client\.history\(\)", "genwidgets history"),
+    (
+        r"\w+\.submit\(\) \(the view's Submit or Go on, or the same command again\)",
+        "the same command is run again",
+    ),
     (r"the same rows and template", "the same rows and --set"),
 )
 
@@ -349,6 +353,6 @@ def run_batch(
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)
             for said in (report["stopped"], report["problem"] and f"trouble: {report['problem']}"):
                 if said:
-                    print(said, file=stdout)
+                    print(command_words(said), file=stdout)
             print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE

@@ -629,3 +629,21 @@ def test_a_row_whose_create_may_have_made_a_task_names_the_commands_history(
         gateway.close()
     assert code == 1 and "row 0 (line 2) unknown: " in out
     assert "look for it with genwidgets history" in out and "client.history()" not in out
+
+
+def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Explorer (pipes) defect 7: a batch paused by creates that kept failing said
+    "Nothing more is sent until batch.submit() (the view's Submit or Go on, ...)"."""
+    gateway = LoopbackServer(OneTaskGateway)
+    gateway.close()  # its port refuses from now on
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+    code, out, _ = run(
+        [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
+         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    assert code == 1 and "Nothing more is sent until the same command is run again" in out
+    assert "submit()" not in out

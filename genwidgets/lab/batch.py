@@ -301,8 +301,10 @@ class Batch:
                 raise
 
     def write_all(self, *, force: bool = True) -> None:
-        """The store, then the manifest's table, as every row stands now."""
+        """The store, then the manifest's table, as every row stands now (a row another
+        process holds, as the store has it now: never from this process's older view)."""
         self.flush()
+        self.reread_elsewhere()
         with self.lock:
             records = [r.record(self.out) for r in self.rows]
         self.manifest.table(records, force=force)
@@ -811,11 +813,26 @@ class Batch:
         row.ended_at = time.time()
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
+            row.elsewhere = False  # ended there: nothing more is that process's to do
             return
         row.state, row.elsewhere = UNKNOWN, True
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
         row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
+
+    def reread_elsewhere(self) -> None:
+        """Rows another process holds, shown again as the store has them now: that process
+        may have ended them since, and a manifest written from the view this one had at its
+        start said them ``unknown`` after they were done there."""
+        with self.lock:
+            held = [r.index for r in self.rows if r.elsewhere]
+        if not held:
+            return
+        stored = {r.index: r for r in self.store.rows(self.id, held)}
+        with self.lock:
+            for index in held:
+                if self.rows[index].elsewhere:  # not taken back here meanwhile
+                    self.show_as_stored(self.rows[index], stored.get(index))
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;

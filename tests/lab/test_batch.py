@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import csv
 import io
 import itertools
 import json
@@ -383,6 +384,38 @@ def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_r
     assert len(digests) == len(set(digests)) == 3  # each row made once, by the first
     assert [r.status for r in first.rows] == ["done"] * 3
     assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
+
+
+@pytest.mark.slow
+def test_a_batch_ending_after_the_process_that_held_its_rows_writes_them_as_stored(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes sending one batch: the one ending last wrote the other's rows as it
+    saw them at its start (``unknown``, "another process ... holds it"), though they were
+    done with their files. Its last write reads them from the store (issue 38)."""
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "overlap"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["unknown"] * 3  # the first one's
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+        second.wait(timeout=120, progress="none")  # it ends last
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    assert [r.status for r in second.rows] == ["done"] * 3
+    assert second.counts()["unknown"] == 0
+    with open(tmp_path / "o" / "manifest.csv", encoding="utf-8") as table:
+        assert [r["status"] for r in csv.DictReader(table)] == ["done"] * 3
 
 
 @pytest.mark.slow

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
     from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
-    from ..protocol.records import Result, Status
+    from ..protocol.records import Result
     from .plan import GridPlan
 
 __all__ = [
@@ -203,12 +203,6 @@ class Batch:
         self.cursor = 0
         #: something changed that the views (``listeners``) have not been told
         self.dirty = False
-        #: the last status heard of a row's task when its deadline's cancel was asked,
-        #: by row index: a fresh answer since says contact holds
-        self.word_at_cancel: dict[int, Status | None] = {}
-        #: a status asked of a row's task when its deadline's cancel failed, by row
-        #: index: its failure too says contact is lost (``_cancel_failed``)
-        self.polls_at_cancel: dict[int, Work] = {}
         #: set once the finisher's last pass is written (cleared while rows go on)
         self.settled = threading.Event()
         #: the batch is recorded in the store under its id
@@ -265,6 +259,13 @@ class Batch:
         row.job, row.request_id = job, str(job.request_id)
         row.created_at = created_at if created_at is not None else time.time()
         row.rate_limited = 0
+        # a cancel asked of its task before was asked of another job: this one's deadline
+        # (a deadline's) or its grace (a person's) counts anew
+        row.timed_out, row.cancel_asked_at = False, None
+        row.word_at_cancel = row.poll_at_cancel = None
+        if row.user_cancelled and not job.done():  # a person's cancel holds for the task
+            row.cancel_asked_at = time.time()
+            job.request_cancel()
         index = row.index
 
         def ended(_job: Any) -> None:
@@ -665,14 +666,14 @@ class Batch:
                     and row.job is not None
                     and (row.lost or not row.job.done())
                 ):
-                    row.timed_out = True
-                    if self.on_timeout == "leave" and row.lost:  # nothing to ask of it
-                        self._lost_past_deadline(row, None)
-                    elif self.on_timeout == "leave":
-                        row.error = f"still running after {self.timeout:g} s: left running"
-                        self.update(row, LEFT)
-                    else:
-                        row.cancel_asked_at = now
+                    if self.on_timeout == "leave":
+                        row.timed_out = True
+                        if row.lost:  # nothing to ask of it
+                            self._lost_past_deadline(row, None)
+                        else:
+                            row.error = f"still running after {self.timeout:g} s: left running"
+                            self.update(row, LEFT)
+                    else:  # marked once its job is the one asked (a follow-up's is new)
                         if row.job.done():  # out of contact, between follow-ups: one more now
                             due.append(row)
                         late.append(row)
@@ -685,7 +686,9 @@ class Batch:
         self.attach_all(due)
         for row in late:
             assert row.job is not None
-            self.word_at_cancel[row.index] = row.job.last_status
+            with self.lock:
+                row.timed_out, row.cancel_asked_at = True, now
+                row.word_at_cancel = row.job.last_status
             row.job.request_cancel()
 
     def _cancel_failed(self, row: BatchRow) -> str | None:
@@ -694,22 +697,22 @@ class Batch:
         since the cancel was asked; None while contact holds or is not known lost (under
         the lock). Silence alone is no loss (a poll held by the client's status budget, or
         slow to answer): a failed cancel has the task's status asked once
-        (``polls_at_cancel``), and only that poll's own failure ends the row; a row out of
+        (``row.poll_at_cancel``), and only that poll's own failure ends the row; a row out of
         contact since before its deadline (``row.lost``: its polls gave up) needs none."""
         job = row.job
-        if job is None or row.index not in self.word_at_cancel:  # a person's cancel
+        if job is None or not row.timed_out or row.cancel_asked_at is None:  # no deadline's
             return None
         error, status = job.cancel_error, job.last_status
-        if not isinstance(error, NO_CONTACT) or status is not self.word_at_cancel[row.index]:
+        if not isinstance(error, NO_CONTACT) or status is not row.word_at_cancel:
             return None
         if status is not None and status.done:  # its result is on its way
             return None
         cancel = f"its cancel failed ({type(error).__name__}: {error})"
         if row.lost:
             return cancel
-        poll = self.polls_at_cancel.get(row.index)
+        poll = row.poll_at_cancel
         if poll is None:  # a poll of its own: the job's may be held, or on its way
-            self.polls_at_cancel[row.index] = POLLS_AT_CANCEL.submit(job.status, retries=0)
+            row.poll_at_cancel = POLLS_AT_CANCEL.submit(job.status, retries=0)
             return None
         failed = poll.exception() if poll.done() else None
         if not isinstance(failed, NO_CONTACT):  # answered (or not yet): contact holds

@@ -857,6 +857,65 @@ def test_a_failed_deadline_cancel_with_polls_failing_too_is_unknown_at_once(
         gateway.close()
 
 
+class DownThenBack(OneTaskGateway):
+    """A gateway whose task runs until it is cancelled; while ``down`` every poll and
+    cancel gets a 503. ``taken`` counts the cancels it took."""
+
+    down = True
+    taken = 0
+
+    def do_GET(self) -> None:
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            word = "CANCELLED" if self.taken else "IN_PROGRESS"
+            self.send_json({"request_id": "r1", "status": word})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        type(self).taken += 1
+        self.send_json({"request_id": "r1", "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_cancelled(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row past its deadline whose cancel failed for want of contact ends ``unknown``;
+    once its old job gives up, ``submit()`` follows its task again. That follow-up kept
+    the old cancel's time: at the next check it was "left running: its cancel did not end
+    it within N s" with no cancel asked of its task. Now its deadline asks one."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=3)
+    gateway = LoopbackServer(DownThenBack)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
+            ).wait(timeout=60, progress="none")
+            [row] = batch.rows
+            assert row.status == "unknown" and "past its timeout" in (row.error or "")
+            assert row.cancel_asked_at is not None  # its deadline's cancel was asked
+            old = row.job
+            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+            with batch.lock:  # the old cancel's grace is long past
+                row.cancel_asked_at -= 10.0
+            DownThenBack.down = False  # the gateway is back
+            batch.submit().wait(timeout=60, progress="none")
+            assert row.job is not old
+            assert row.status == "timed out", row.error
+            assert DownThenBack.taken == 1  # the cancel asked of the task followed again
+    finally:
+        gateway.close()
+
+
 class AlwaysDown(OneTaskGateway):
     """A gateway that took the create, then answers every poll and cancel 503."""
 

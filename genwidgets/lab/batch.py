@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing, lost_contact
-from .._workers import RUNS, Work, Workers
+from .._workers import RUNS, Work
 from ..errors import (
     ClientClosed,
     GatewayError,
@@ -37,7 +37,7 @@ from ..errors import (
     Unauthorized,
     Unreachable,
 )
-from ..jobs.job import kept_cancel
+from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
@@ -107,10 +107,6 @@ RERUN = "Running the batch again re-attaches it (no new create)"
 display_hook: Callable[[Batch], None] | None = None
 #: failures of a cancel or a poll that say contact is lost (a 5xx, no answer)
 NO_CONTACT = (ServerError, NoAnswer)
-#: the status polls asked when deadline cancels failed, a few at once: thousands of rows
-#: whose polls the status budget holds must not hold as many threads (one not asked yet
-#: is silence, no loss: its row waits the cancel's grace)
-POLLS_AT_CANCEL = Workers(8)
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
 TICK = 0.25
 #: rows ended within this window make the rate (seconds)
@@ -262,7 +258,7 @@ class Batch:
         # a cancel asked of its task before was asked of another job: this one's deadline
         # (a deadline's) or its grace (a person's) counts anew
         row.timed_out, row.cancel_asked_at = False, None
-        row.word_at_cancel = row.poll_at_cancel = None
+        row.word_at_cancel = None
         if row.user_cancelled and not job.done():  # a person's cancel holds for the task
             row.cancel_asked_at = time.time()
             job.request_cancel()
@@ -693,14 +689,15 @@ class Batch:
 
     def _cancel_failed(self, row: BatchRow) -> str | None:
         """Why a row is out of contact at its deadline, in words: its cancel failed for
-        want of contact (a 5xx, no answer) and so did its polls, with no word of its task
-        since the cancel was asked; None while contact holds or is not known lost (under
-        the lock). Silence alone is no loss (a poll held by the client's status budget, or
-        slow to answer): a failed cancel has the task's status asked once
-        (``row.poll_at_cancel``), and only that poll's own failure ends the row; a row out of
-        contact since before its deadline (``row.lost``: its polls gave up) needs none."""
+        want of contact (a 5xx, no answer) and so did a poll of its job since the cancel
+        was asked, with no word of its task since; None while contact holds or is not known
+        lost (under the lock). Silence alone is no loss (a poll held by the client's status
+        budget, or slow to answer): only a poll's own failure ends the row (the job says
+        it: ``poll_failed_since``); a row out of contact since before its deadline
+        (``row.lost``: its polls gave up) needs none."""
         job = row.job
-        if job is None or not row.timed_out or row.cancel_asked_at is None:  # no deadline's
+        asked = row.cancel_asked_at
+        if job is None or not row.timed_out or asked is None:  # no deadline's cancel
             return None
         error, status = job.cancel_error, job.last_status
         if not isinstance(error, NO_CONTACT) or status is not row.word_at_cancel:
@@ -710,12 +707,8 @@ class Batch:
         cancel = f"its cancel failed ({type(error).__name__}: {error})"
         if row.lost:
             return cancel
-        poll = row.poll_at_cancel
-        if poll is None:  # a poll of its own: the job's may be held, or on its way
-            row.poll_at_cancel = POLLS_AT_CANCEL.submit(job.status, retries=0)
-            return None
-        failed = poll.exception() if poll.done() else None
-        if not isinstance(failed, NO_CONTACT):  # answered (or not yet): contact holds
+        failed = poll_failed_since(job, asked)
+        if not isinstance(failed, NO_CONTACT):  # answered (or not asked yet): contact holds
             return None
         return f"{cancel}, and so did a poll of it ({type(failed).__name__}: {failed})"
 

@@ -18,7 +18,6 @@ from .batch_store import CREATED, ENDED, LEFT, PENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
-    from .._workers import Work
     from ..protocol.records import Status
     from .batch_plan import PlannedRow
 
@@ -78,9 +77,6 @@ class BatchRow:
     #: the last status heard of its task when its deadline's cancel was asked: a fresh
     #: answer since says contact holds
     word_at_cancel: Status | None = None
-    #: a status asked of its task when its deadline's cancel failed: its failure too says
-    #: contact is lost (``Batch._cancel_failed``)
-    poll_at_cancel: Work | None = None
     rate_limited: int = 0
     #: times contact with its task was lost in a row, and when to follow it again
     lost: int = 0

@@ -821,14 +821,14 @@ class Batch:
         may have ended them since, and a manifest written from the view this one had at its
         start said them ``unknown`` after they were done there."""
         with self.lock:
-            held = [r.index for r in self.rows if r.elsewhere]
+            held = [r for r in self.rows if r.elsewhere]
         if not held:
             return
-        stored = {r.index: r for r in self.store.rows(self.id, held)}
+        stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
         with self.lock:
-            for index in held:
-                if self.rows[index].elsewhere:  # not taken back here meanwhile
-                    self.show_as_stored(self.rows[index], stored.get(index))
+            for row in held:
+                if row.elsewhere:  # not taken back here meanwhile
+                    self.show_as_stored(row, stored.get(row.index))
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;

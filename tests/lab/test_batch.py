@@ -916,6 +916,38 @@ def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_c
         gateway.close()
 
 
+@pytest.mark.slow
+def test_a_row_cancelled_by_a_person_and_followed_again_has_its_new_job_cancelled(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's cancel not taken (no contact), then the row's polls give up and its task
+    is followed again with a new job: that job is asked to cancel too. The old job's kept
+    cancel ended with it, and the row was "left running" by the old cancel's grace."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 10.0)  # past the follow-up, 2 s on
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=2)
+    gateway = LoopbackServer(DownThenBack)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client)
+            batch.submit()
+            [row] = batch.rows
+            assert wait_for(lambda: row.job is not None, timeout=60)
+            old = row.job
+            assert batch.cancel() == 1
+            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+            DownThenBack.down = False  # the gateway is back for the follow-up
+            batch.wait(timeout=60, progress="none")
+            assert row.job is not old
+            assert row.status == "cancelled", row.error
+            assert DownThenBack.taken == 1
+    finally:
+        gateway.close()
+
+
 class AlwaysDown(OneTaskGateway):
     """A gateway that took the create, then answers every poll and cancel 503."""
 

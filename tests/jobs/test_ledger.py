@@ -134,6 +134,7 @@ def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> 
         con.close()
     assert float(meta.pop("tags_since")) > 0  # intents from here on carry their tag
     assert float(meta.pop("copies_marked_since")) > 0  # declined copies marked from here on
+    assert float(meta.pop("addresses_masked_since")) > 0  # no password in any address
     assert meta == {
         "application": "genwidgets-ledger",
         "schema_version": str(ledger_schema.SCHEMA_VERSION),
@@ -702,6 +703,62 @@ def finished(led: Ledger, request_id: str, *outputs: dict[str, Any]) -> None:
     urls = [{"url": f"{files}/{n}.png", "content_type": "image/png"} for n in (0, 1)]
     result = result_for(request_id, outputs=list(outputs) or urls)
     led.writes.record_result(GATEWAY, request_id, result)
+
+
+def test_old_rows_keep_no_password_nor_a_tail_of_one_in_their_addresses(tmp_path: Path) -> None:
+    """Rows of older versions held a base URL's password, or only its tail when the
+    password held an ``@`` (masked once as ``u:***@ss@host``): the file kept it."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as old:
+        submit(old, "req-a")
+    addresses = {
+        "gateway": "http://u:***@ss@gw.test",  # masked by a version that cut at the first @
+        "status_url": "http://alice:secret@gw.test/requests/req-a/status",
+        "response_url": b"http://u:p@ss@gw.test/\xff",  # and bytes that are not UTF-8
+        "error": "cannot reach http://bob:hunter2@gw.test: refused",
+    }
+    with sqlite3.connect(path) as conn:  # as an older genwidgets left the file
+        for name, value in addresses.items():
+            conn.execute(f"UPDATE tasks SET {name} = CAST(? AS TEXT)", (value,))
+        conn.execute("DELETE FROM meta WHERE key = 'addresses_masked_since'")
+    conn.close()
+    with Ledger(path):
+        pass
+    with sqlite3.connect(path) as conn:
+        stored = conn.execute(
+            "SELECT CAST(gateway AS BLOB), CAST(status_url AS BLOB), "
+            "CAST(response_url AS BLOB), CAST(error AS BLOB) FROM tasks"
+        ).fetchone()
+    conn.close()
+    assert stored == (
+        b"http://u:***@gw.test",
+        b"http://alice:***@gw.test/requests/req-a/status",
+        b"http://u:***@gw.test/\xff",
+        b"cannot reach http://bob:***@gw.test: refused",
+    )
+    assert not any(word in path.read_bytes() for word in (b"secret", b"hunter2", b"@ss@"))
+
+
+def test_marking_old_copies_keeps_the_bytes_of_outputs_that_are_not_utf8(tmp_path: Path) -> None:
+    """The once-per-file marking of declined copies read ``outputs`` through the text
+    factory, so a byte that was not UTF-8 was written back as U+FFFD, for good."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as old:
+        finished(old, "req-x")
+    with sqlite3.connect(path) as conn:  # an output's URL with a stray byte, as an older
+        (text,) = conn.execute("SELECT outputs FROM tasks").fetchone()  # version left it
+        raw = text.replace("0.png", "0-\\u00e9.png").encode().replace(b"\\u00e9", b"\xff")
+        conn.execute("UPDATE tasks SET outputs = CAST(? AS TEXT)", (raw,))
+        conn.execute("DELETE FROM meta WHERE key = 'copies_marked_since'")
+    conn.close()
+    with Ledger(path) as upgraded:
+        declined = upgraded.get(GATEWAY, "req-x")
+        assert declined is not None and declined.copies_pending == []  # marked
+    with sqlite3.connect(path) as conn:
+        (stored,) = conn.execute("SELECT CAST(outputs AS BLOB) FROM tasks").fetchone()
+    conn.close()
+    outputs = json.loads(bytes(stored).decode("utf-8", errors="surrogateescape"))
+    assert outputs[0]["url"].endswith("/0-\udcff.png")  # the byte itself, not U+FFFD
 
 
 def test_a_failed_copy_never_replaces_a_path_recorded(ledger: Ledger, tmp_path: Path) -> None:

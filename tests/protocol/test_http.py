@@ -76,6 +76,25 @@ def test_retry_after_seconds_ms_and_http_date() -> None:
     assert parse_retry_after({"retry-after": "-4"}) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ({"retry-after": "1e308"}, GATE_CEILING),
+        ({"retry-after": "inf"}, GATE_CEILING),
+        ({"retry-after-ms": "1e400"}, GATE_CEILING),
+        ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, GATE_CEILING),
+        ({"retry-after": "nan"}, 0.0),
+        ({"retry-after": "-inf"}, 0.0),
+    ],
+)
+def test_a_retry_after_out_of_reason_is_held_to_the_gates_ceiling(
+    header: dict[str, str], seconds: float
+) -> None:
+    """Explorer (pipes) defect 6: ``1e308`` was said in 309 digits and ``inf`` as
+    "retry after inf s"; the gate asks again after its ceiling whatever was said."""
+    assert parse_retry_after(header) == seconds
+
+
 def test_backoff_is_bounded_and_jittered() -> None:
     import random
 
@@ -310,6 +329,34 @@ def test_rate_limited_carries_retry_after() -> None:
         error(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}}, {"Retry-After": "7"})
     )
     assert isinstance(exc, errors.RateLimited) and exc.retry_after == 7.0
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "limited"),
+    [
+        (429, None, True),
+        (429, {"detail": "Too many requests"}, True),
+        (503, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, "request_id": "e"}, True),
+        (200, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, "request_id": "e"}, True),
+        (400, {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, True),
+        (200, {"code": "RATE_LIMIT_EXCEEDED"}, False),  # not the error shape: no refusal
+        (200, {"status": "FAILED", "error": {"code": "RATE_LIMIT_EXCEEDED"}}, False),
+        (503, {"error": {"code": "SERVICE_UNAVAILABLE", "message": "m"}}, False),
+        (503, None, False),
+    ],
+)
+def test_one_rule_says_a_rate_limit_for_the_client_and_the_class_gateway(
+    status: int, body: Any, limited: bool
+) -> None:
+    """The client and the class gateway each had their own reader of a rate limit (the
+    gateway's ignored a top-level code and a task's own error); both read by
+    :func:`~genwidgets.protocol.records.says_rate_limited`, and the client's gate
+    closes by the same answer."""
+    from genwidgets.protocol.records import says_rate_limited
+
+    assert says_rate_limited(status, body) is limited
+    answer = error(status, body) if body is not None else httpx.Response(status)
+    assert http._says_rate_limited(Answer.of(answer)) is limited
 
 
 def test_key_echoed_by_a_gateway_is_redacted() -> None:

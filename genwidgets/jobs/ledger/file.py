@@ -51,6 +51,7 @@ __all__ = ["LedgerFile", "Undecodable", "damage", "merge_notes", "quick_check", 
 
 log = logging.getLogger("genwidgets")
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_CANTOPEN = 14  # SQLITE_CANTOPEN: too many open files, a folder made unreadable
 _HERE = os.path.dirname(__file__)
 #: the names SQLite gives the ledger's file and its journals
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
@@ -257,6 +258,9 @@ class LedgerFile:
         self.journal_mode = ""
         #: where an unusable file found at ``path`` was moved (None if none was)
         self.set_aside: Path | None = None
+        #: a read found the file locked by another process past ``busy_timeout``: the
+        #: next reads try without waiting, until one gets through (a history waits once)
+        self.locked_out = False
         #: why the file cannot be written (None while it can): writes are kept meanwhile
         self.unwritable: str | None = None
         #: writes given up because the file failed them for another reason than a busy
@@ -359,16 +363,34 @@ class LedgerFile:
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one statement on the readers' connection; sqlite3 errors become
-        :class:`LedgerError`. A table missing while the file cannot be written is none
+        :class:`LedgerError`. A file locked past ``busy_timeout`` is waited for once
+        (see :attr:`locked_out`). A table missing while the file cannot be written is none
         read: the schema is among the writes kept (a new home on a full disk), and the
         reads say the rest (docs/decisions.md#ledger-behind)."""
         with self._lock:
+            conn = self._connection()
+            patient = not self.locked_out
             try:
-                return self._connection().execute(sql, params).fetchall()
+                if not patient:  # waited once already: try, never wait again
+                    conn.execute("PRAGMA busy_timeout = 0")
+                found = conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 if self.unwritable is not None and "no such table" in str(exc):
                     return []
+                if is_busy(exc):
+                    self.locked_out = True
+                    raise LedgerError(
+                        f"the ledger {self.path} is locked by another process (reads waited "
+                        f"{self.busy_timeout:g} s once, and try without waiting until it "
+                        "frees); try again once that process is done with it"
+                    ) from exc
                 raise LedgerError(f"cannot read the ledger {self.path}: {exc}") from exc
+            finally:
+                if not patient:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            self.locked_out = False
+            return found
 
     @contextmanager
     def write(self, on_damage: Callable[[], None]) -> Iterator[sqlite3.Connection]:
@@ -669,22 +691,34 @@ class LedgerFile:
         write given up, or kept on a disk fault (checked when it appears, not at
         each retry).
         """
-        problem = damage(exc) or ("" if self._checked_at_fault else self._check_file())
+        # a file opened before that cannot be opened again (the writer hands that over
+        # only then: too many open files) is kept as a disk fault's writes are
+        reopen = getattr(exc, "sqlite_errorcode", None) == _CANTOPEN
+        problem = damage(exc) or ("" if self._checked_at_fault or reopen else self._check_file())
         if problem:
             self._set_aside(LedgerError(f"{self.path} is damaged ({problem})"))
             return "retry"
-        if is_disk_fault(exc):  # as a lock held elsewhere: kept in order, tried again
+        if is_disk_fault(exc) or reopen:  # as a lock held elsewhere: kept, tried again
             self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
+                kept = (
+                    f"The created tasks are also kept in {self.pending_path} as they come "
+                    "(unless that disk is full too), for the next genwidgets to record if "
+                    "this process ends first, and each is named in a warning at exit."
+                )
+                if not os.access(self.pending_path.parent, os.W_OK):  # a read-only home
+                    kept = (
+                        "Its folder cannot be written either, so nothing is kept beside it: "
+                        "if this process ends first, each created task is named in a "
+                        "warning at exit."
+                    )
                 self._notice(
                     f"genwidgets: the task ledger {self.path} cannot be written now "
                     f"({self.unwritable}). New tasks, their statuses and results are kept in "
                     "this process, in order, and written there as soon as it can be written "
                     f"(tried every {FAULT_PAUSE:g} s and at each new write); keep this kernel "
-                    "running until then. Free disk space or make the file writable. If this "
-                    f"process ends first, they are kept in {self.pending_path} for the next "
-                    "genwidgets to record, and each created task is named in a warning."
+                    f"running until then. Free disk space or make the file writable. {kept}"
                 )
             return "keep"
         self._checked_at_fault = False  # another fault: the next is checked again

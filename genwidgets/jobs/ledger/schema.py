@@ -120,13 +120,13 @@ def _mark_old_copies(conn: sqlite3.Connection) -> None:
     marked (``download=False``) may have been declined, so it is given up, unless its
     download was tried and failed (``download_error``: its client wanted it). Without
     this, the first resume after an upgrade downloaded every output ever declined."""
-    rows = conn.execute(
-        "SELECT id, outputs FROM tasks WHERE state = ? AND outputs LIKE ?",
+    rows = conn.execute(  # the bytes: what is not UTF-8 is written back as it was
+        "SELECT id, CAST(outputs AS BLOB) FROM tasks WHERE state = ? AND outputs LIKE ?",
         (FINISHED, '%"path": null%'),
     ).fetchall()
-    for row_id, text in rows:
-        try:
-            outputs = json.loads(text)
+    for row_id, raw in rows:
+        try:  # surrogates, written back as their escapes (as ``writes._outputs_text``)
+            outputs = json.loads(bytes(raw).decode("utf-8", errors="surrogateescape"))
         except ValueError:
             continue
         if not isinstance(outputs, list):
@@ -142,6 +142,40 @@ def _mark_old_copies(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE tasks SET outputs = ? WHERE id = ?", (json.dumps(outputs), row_id))
     conn.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (COPIES_MARKED_SINCE, time.time())
+    )
+
+
+#: ``meta`` key: since when the stored addresses hold no password, not even the tail
+#: of one holding an ``@`` (docs/decisions.md#credentials-in-the-base-url)
+ADDRESSES_MASKED_SINCE = "addresses_masked_since"
+#: the columns that may hold a gateway's address: the gateway, a task's URLs, its error
+_ADDRESS_COLUMNS = ("gateway", "status_url", "response_url", "cancel_url", "error")
+
+
+def _mask_addresses(conn: sqlite3.Connection) -> None:
+    """Once per file: every stored address masked as clients now mask them. Rows of
+    older versions kept a password (``http://alice:secret@host``), or, masked before a
+    password's ``@`` was understood, its tail (``u:***@ss@host``). Read and written as
+    bytes, so text that is not UTF-8 around it is kept as it was."""
+    columns = ", ".join(f"CAST({name} AS BLOB)" for name in _ADDRESS_COLUMNS)
+    has_at = " OR ".join(f"instr({name}, '@') > 0" for name in _ADDRESS_COLUMNS)
+    found = conn.execute(f"SELECT id, {columns} FROM tasks WHERE {has_at}").fetchall()
+    if found:  # the old text is zeroed, not left in a free part of a page
+        conn.execute("PRAGMA secure_delete = ON")
+    for row_id, *values in found:
+        for name, value in zip(_ADDRESS_COLUMNS, values, strict=True):
+            if value is None:
+                continue
+            text = bytes(value).decode("utf-8", errors="surrogateescape")
+            masked = hide_userinfo(text)
+            if masked != text:
+                conn.execute(
+                    f"UPDATE tasks SET {name} = CAST(? AS TEXT) WHERE id = ?",
+                    (masked.encode("utf-8", errors="surrogateescape"), row_id),
+                )
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        (ADDRESSES_MASKED_SINCE, time.time()),
     )
 
 
@@ -167,6 +201,7 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
         meta.get("application") == APPLICATION
         and meta.get("schema_version") == str(SCHEMA_VERSION)
         and COPIES_MARKED_SINCE in meta
+        and ADDRESSES_MASKED_SINCE in meta
     )
 
 
@@ -219,3 +254,5 @@ def _migrate_or_refuse(conn: sqlite3.Connection, tables: set[str], path: Path) -
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     if COPIES_MARKED_SINCE not in meta:  # not a new schema version: older genwidgets reads it
         _mark_old_copies(conn)
+    if ADDRESSES_MASKED_SINCE not in meta:  # the same
+        _mask_addresses(conn)

@@ -48,6 +48,9 @@ LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
 #: one that needs a lock to be created or migrated opens later, in the writer)
 OPEN_WAIT = 1.0
+#: what a flush or a close waits once a wait for the lock has run out (SQLite's busy
+#: handler looks again every 0.1 s at most: a lock freed meanwhile is met)
+AFTER_A_WAIT = 0.25
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.1
@@ -116,6 +119,7 @@ class Ledger:
             left_behind=self._left_behind,
             moved=self._file.moved,
             recovered=self._file.recovered,
+            keep_held=self._keep_held,
         )
         self.writes = LedgerWrites(
             self._file,
@@ -146,15 +150,28 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    def _placed(self, note: Note) -> Note:
+        """``note`` with what places it without this process: its pid and host, and the
+        row of an intent ticket already on disk (a handle's, a failed create's)."""
+        note.update(pid=os.getpid(), host=HOST)
+        for placed in ("row", "failed"):
+            if placed in note:
+                note[placed] = self.writes.row_of(note[placed])
+        return note
+
     def _left_behind(self, notes: list[Note], unwritten: int) -> None:
-        """Writes not applied when the writer stopped: kept beside the file with what
-        places them without this process (its pid, the rows of its tickets), and said."""
-        for note in notes:
-            note.update(pid=os.getpid(), host=HOST)
-            for placed in ("row", "failed"):  # a handle's or a failed create's row
-                if placed in note:
-                    note[placed] = self.writes.row_of(note[placed])
-        self._file.left_behind(notes, unwritten)
+        """Writes not applied when the writer stopped: kept beside the file, and said."""
+        self._file.left_behind([self._placed(note) for note in notes], unwritten)
+
+    def _keep_held(self, notes: list[Note]) -> bool:
+        """Writes held (a lock held elsewhere, a disk fault), kept beside the file as
+        they are (copies: their tickets may still get rows), so a process killed before
+        they are written loses no task (docs/decisions.md#ledger-left-behind); recording
+        one twice changes nothing. False when they could not be kept (logged)."""
+        why = self._file.keep_pending([self._placed(dict(note)) for note in notes])
+        if why:
+            log.info("genwidgets: could not keep held writes in %s: %s", self.path, why)
+        return not why
 
     # ------------------------------------------------------------------ settings and health
 
@@ -220,12 +237,27 @@ class Ledger:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every write made so far is on disk (or given up); False on timeout.
 
-        ``timeout`` defaults to ``busy_timeout``. The warnings kept meanwhile are raised
-        here, on the caller's thread.
+        ``timeout`` defaults to what is left of ``busy_timeout`` since the writes began
+        to be held (a lock held elsewhere): a history, then a close, wait once, not
+        each its ``busy_timeout``. The warnings kept meanwhile are raised here, on the
+        caller's thread.
         """
-        done = self._queue.flush(self.busy_timeout if timeout is None else timeout)
+        done = self._queue.flush(self._patience() if timeout is None else timeout)
         self._file.deliver()
         return done
+
+    def _patience(self) -> float:
+        """What is left of ``busy_timeout`` since the writer's head write was held, or
+        :data:`AFTER_A_WAIT` (at most ``busy_timeout``): a lock freed meanwhile is met
+        within SQLite's polling, and the writes get through instead of being left."""
+        left = self.busy_timeout - self._queue.held_for
+        return max(left, min(self.busy_timeout, AFTER_A_WAIT))
+
+    @property
+    def locked_out(self) -> bool:
+        """Whether the last read found the file locked by another process past
+        ``busy_timeout``: reads then try without waiting, until one gets through."""
+        return self._file.locked_out
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -255,11 +287,12 @@ class Ledger:
         return self._file.read(sql, params)
 
     def close(self) -> None:
-        """Write what is queued (at most ``busy_timeout``: the rest is said and kept
+        """Write what is queued (at most what is left of ``busy_timeout``, as
+        :meth:`flush` waits: the rest is said and kept
         beside the file, docs/decisions.md#ledger-left-behind), give up this ledger's
         leases, and close its connections (they reopen on the next call)."""
         self.release()
-        self._queue.stop(self.busy_timeout)
+        self._queue.stop(self._patience())
         self._file.close()
         self._file.deliver()
 
@@ -337,8 +370,12 @@ class Ledger:
         """``(endpoint, request_id, created_at)`` of the created tasks a process left in
         the pending notes beside the file (docs/decisions.md#ledger-left-behind): not in
         the file until this ledger's next write gets through (a lock held elsewhere)."""
-        notes = self._file.pending_handles()
-        return [(note["endpoint"], note["request_id"], float(note["at"])) for note in notes]
+        mine = (HOST, os.getpid())  # this process's own held writes are said apart
+        found: dict[tuple[str, str], float] = {}  # a note kept when held, again at exit
+        for note in self._file.pending_handles():
+            if (note.get("host"), note.get("pid")) != mine:
+                found.setdefault((note["endpoint"], note["request_id"]), float(note["at"]))
+        return [(endpoint, request_id, at) for (endpoint, request_id), at in found.items()]
 
     def _say_behind(self) -> None:
         """``rows`` read while this process's writes still wait (a lock held elsewhere,

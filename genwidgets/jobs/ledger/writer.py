@@ -3,6 +3,8 @@
 A lock held by another process then delays only the ledger, never the engine's loop; a
 write that meets a busy file is retried, never dropped (docs/decisions.md#ledger-writer),
 until the queue stops or the process exits: what is left then goes to ``left_behind``.
+A write held so (its note) goes to ``keep_held`` at once, from a thread of its own, so a
+process killed meanwhile (``kill -9``) loses none (docs/decisions.md#ledger-left-behind).
 A file that cannot be written (disk full, read-only) is the same: the write is kept, in
 order, and tried again, its caller told at once. Other faults go to ``on_fault``
 (docs/decisions.md#ledger-faults). A :class:`WriteQueue` is
@@ -110,11 +112,13 @@ _Item = tuple[Op | None, concurrent.futures.Future[Any] | None, Note | None] | N
 @atexit.register
 def _flush_all() -> None:
     """At interpreter exit, give queued rows a bounded chance to reach the disk; what
-    is still queued then goes to the queue's ``left_behind`` (said, kept elsewhere)."""
+    is still queued then goes to the queue's ``left_behind`` (said, kept elsewhere). The
+    wait counts from when the writes began to be held: a lock met earlier is not waited
+    for a second time."""
     for writes in list(_live):
         thread = writes.thread
         if thread is not None:
-            writes.hand_over(thread, writes.exit_wait)
+            writes.hand_over(thread, max(writes.exit_wait - writes.held_for, STALL))
 
 
 class WriteQueue:
@@ -135,6 +139,7 @@ class WriteQueue:
         left_behind: Callable[[list[Note], int], None] | None = None,
         moved: Callable[[sqlite3.Connection], bool] | None = None,
         recovered: Callable[[], None] | None = None,
+        keep_held: Callable[[list[Note]], bool] | None = None,
     ) -> None:
         self.connect = connect
         self.on_fault = on_fault
@@ -150,6 +155,12 @@ class WriteQueue:
         self.moved = moved
         #: told when a write kept while the file could not be written is on disk
         self.recovered = recovered
+        #: told the notes of writes held (a lock held elsewhere, a file that cannot be
+        #: written) as soon as they are, to keep them beside the file; True once on disk
+        self.keep_held = keep_held
+        #: the file was opened once: opening it again failing (too many open files) is
+        #: a passing fault, its writes kept, where a first open failing refuses the ledger
+        self.opened = False
         self._lock = threading.Lock()
         self._thread: _Thread | None = None
 
@@ -167,6 +178,8 @@ class WriteQueue:
                 _live.add(self)
             fault = thread.fault
             thread.jobs.put((op, None if fault is not None else future, note))
+            if note is not None and self.keep_held is not None:
+                thread.watch_notes()
         if fault is not None:
             future.set_exception(fault)
             thread.wake.set()  # tried again on the next write
@@ -183,14 +196,21 @@ class WriteQueue:
         """Whether the write being applied has waited longer than :data:`STALL` (a lock
         held elsewhere): callers that would wait for their write then don't."""
         thread = self._thread
-        if thread is None:
-            return False
-        since = thread.writing_since
-        return (
-            thread.busy_since is not None
-            or thread.fault is not None
-            or (since is not None and time.monotonic() - since > STALL)
-        )
+        return thread is not None and thread.holding()
+
+    @property
+    def held_for(self) -> float:
+        """Seconds the write being applied has been held (0 when none is): a caller's
+        wait for the lock counts from there, so a second wait adds none."""
+        thread = self._thread
+        since = None if thread is None or not thread.holding() else thread.writing_since
+        return 0.0 if since is None else time.monotonic() - since
+
+    def kept(self, note: Note) -> bool:
+        """Whether ``note`` (of a write not applied yet) was kept beside the file by
+        ``keep_held``: another process may have recorded it already."""
+        thread = self._thread
+        return thread is not None and thread.was_kept(note)
 
     @property
     def pending(self) -> int:
@@ -213,6 +233,7 @@ class WriteQueue:
         if self.left_behind is not None:
             thread.left = True  # it applies nothing more: what it holds is kept elsewhere
             thread.wake.set()
+            thread.noted.set()  # its keeper ends
             self.left_behind(thread.notes(), thread.jobs.unfinished_tasks)
         return False
 
@@ -252,7 +273,60 @@ class _Thread(threading.Thread):
         self.wake = threading.Event()
         #: its writes were handed to ``left_behind``: it gives up every one it still has
         self.left = False
+        #: the notes ``keep_held`` has on disk, until their writes are applied; the
+        #: thread keeping them (started with the first note) and what wakes it
+        self.kept: list[Note] = []
+        self.kept_lock = threading.Lock()
+        self.noted = threading.Event()
+        self.keeper: threading.Thread | None = None
+        self.ended = False  # its last job done: the keeper ends too
         self.start()
+
+    def holding(self) -> bool:
+        """Whether the write being applied has waited longer than :data:`STALL` (a lock
+        held elsewhere) or is kept (the file cannot be written)."""
+        since = self.writing_since
+        return (
+            self.busy_since is not None
+            or self.fault is not None
+            or (since is not None and time.monotonic() - since > STALL)
+        )
+
+    def was_kept(self, note: Note) -> bool:
+        """Whether ``note`` itself (not an equal one) is among those kept."""
+        with self.kept_lock:
+            return any(kept is note for kept in self.kept)
+
+    def watch_notes(self) -> None:
+        """A write with a note was queued: the keeper looks at it (started if need be)."""
+        self.noted.set()
+        if self.keeper is None:
+            self.keeper = threading.Thread(
+                target=self._keep_held, name=f"{self.name}-keeper", daemon=True
+            )
+            self.keeper.start()
+
+    def _keep_held(self) -> None:
+        """The keeper thread: while writes with notes wait, those held (see
+        :meth:`holding`) go to ``keep_held`` at once, each once; the writer thread
+        cannot do it, as it waits inside SQLite's busy handler."""
+        keep_held = self.writes.keep_held
+        assert keep_held is not None
+        while not self.ended and not self.left:
+            self.noted.clear()
+            waiting = [note for note in self.notes() if not self.was_kept(note)]
+            if not waiting:
+                self.noted.wait()
+                continue
+            if not self.holding():
+                self.noted.wait(STALL / 2)  # applied in a few ms, as a rule
+                continue
+            with self.kept_lock:  # first: its write may look for a copy recorded meanwhile
+                self.kept += waiting
+            if not keep_held(waiting):  # the disk is full too: tried again, and at exit
+                with self.kept_lock:
+                    self.kept = [k for k in self.kept if all(k is not n for n in waiting)]
+                self.noted.wait(FAULT_PAUSE)
 
     def notes(self) -> list[Note]:
         """The notes of the writes not applied yet, in order (the one being applied first)."""
@@ -303,14 +377,32 @@ class _Thread(threading.Thread):
             if item is None:
                 self.reset_connection()
                 self.jobs.task_done()
+                self.ended = True
+                self.noted.set()
                 return
             op, future, self.writing_note = item
             self.writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:
+                if self.writing_note is not None:
+                    with self.kept_lock:
+                        self.kept = [k for k in self.kept if k is not self.writing_note]
                 self.writing_since = self.writing_note = None
                 self.jobs.task_done()
+
+    def _open(self) -> sqlite3.Connection:
+        """The writer's connection, opened anew. The file opened once, failing to open
+        it again (too many open files, a folder made unreadable) raises SQLite's error:
+        a passing fault, the writes kept, never the given-up write a first open's is."""
+        try:
+            conn = self.writes.connect()
+        except LedgerError as exc:
+            if self.writes.opened and isinstance(exc.__cause__, sqlite3.Error):
+                raise exc.__cause__ from exc
+            raise
+        self.writes.opened = True
+        return conn
 
     def _apply(
         self, op: Op | None, future: concurrent.futures.Future[Any] | None, *, keep: bool = True
@@ -329,7 +421,7 @@ class _Thread(threading.Thread):
                 if self.conn is not None and self.writes.moved and self.writes.moved(self.conn):
                     self.reset_connection()
                 if self.conn is None:
-                    self.conn = self.writes.connect()
+                    self.conn = self._open()
                 if op is not None:
                     with immediate(self.conn) as conn:
                         result = op(conn)

@@ -259,15 +259,31 @@ class LedgerWrites:
         now = self._clock()
         ticket = -next(_TICKETS)
 
+        note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
+        note.update(tag=tag, at=now, key=fingerprint)
+
         def insert(conn: sqlite3.Connection) -> int:
-            row_id = _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
+            # held and kept beside the file, it may be there already: another process
+            # records kept notes as this one's (docs/decisions.md#ledger-left-behind)
+            found = (
+                self._queue.kept(note)
+                and conn.execute(
+                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
+                    "AND endpoint = ?",
+                    (HOST, os.getpid(), now, endpoint),
+                ).fetchone()
+            )
+            row_id = (
+                found[0]
+                if found
+                else _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
+            )
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
-            return row_id
+            return int(row_id)
 
         writer_stalled = self._queue.stalled
-        note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
-        future = self._queue.put(insert, note={**note, "tag": tag, "at": now, "key": fingerprint})
+        future = self._queue.put(insert, note=note)
         return ticket, future, 0.0 if writer_stalled else self.intent_wait
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:

@@ -27,6 +27,7 @@ from .batch_store import (
     WAITING,
     GridRecord,
     GridStore,
+    RowRecord,
     store_for,
 )
 from .plan import AXES, GridPlan, PlannedCell
@@ -260,6 +261,15 @@ class GridRun(Batch):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         super().wait(remaining, progress=progress)
         return self
+
+    def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
+        """A batch's row ended in another process is that process's; a grid's cell shows
+        its task's outputs, so one with a task this run does not follow stays held
+        until :meth:`follow_elsewhere` takes it up (a re-read at a final write ended it
+        here with no outputs, and it was never followed)."""
+        super().show_as_stored(row, record)
+        if row.request_id is not None and row.job is None:
+            row.elsewhere = True
 
     def follow_elsewhere(self) -> int:
         """The cells another kernel was sending when this one opened the grid, read again

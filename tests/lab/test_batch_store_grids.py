@@ -25,7 +25,7 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.batch_store import CREATED, GridStore, RowUpdate, SessionTables, store_for
+from genwidgets.lab.batch_store import CREATED, DONE, GridStore, RowUpdate, SessionTables, store_for
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -336,7 +336,8 @@ def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
     """A grid re-opened while another kernel sends it: its cells showed "not created"
     and failed, and this kernel's wait() and submit() never read them again. They are
     "being sent in another kernel", not failed, and followed (no create) once that kernel
-    has created their tasks; one whose kernel went away before its answer is settled from
+    has created their tasks, or ended them (read again at a final write too: it showed
+    "done" with no outputs); one whose kernel went away before its answer is settled from
     the ledger by its tag (it never left: submit() sends it once)."""
     from genwidgets.lab.run import status_of
 
@@ -345,33 +346,43 @@ def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
         grid = gw.grid(
             "genW2.5-t2i-preview",
             {"prompt": "a fox", "n": 1},
-            x=("seed", [1, 2]),
+            x=("seed", [1, 2, 3]),
             client=client,
             confirm_above=0,
         )
         grid.rate(grid.cells[1], 2)  # stored, nothing sent
         other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
         sending = GridStore(other)
-        assert sending.reserve(grid.id, [(0, {}), (1, {})], {}).taken == [(0, 1), (1, 1)]
+        taken = sending.reserve(grid.id, [(i, {}) for i in range(3)], {}).taken
+        assert taken == [(0, 1), (1, 1), (2, 1)]
         again = gw.load_grid(grid.id, client=client)
-        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 2
-        assert again.run.tally() == (0, 0, 2) and not any(c.trouble for c in again.cells)
+        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 3
+        assert again.run.tally() == (0, 0, 3) and not any(c.trouble for c in again.cells)
         described = again.describe()["cells"]
         assert [(c["status"], c["error"]) for c in described] == [
             ("being sent in another kernel", None)
-        ] * 2
-        with pytest.raises(TimeoutError, match="still being sent in another kernel"):
+        ] * 3
+        with pytest.raises(TimeoutError, match="3 of its cells were still being sent in another"):
             again.wait(timeout=0.3)
-        task = client.submit("genW2.5-t2i-preview", grid.cells[0].payload)  # its create
-        sending.settle(grid.id, [RowUpdate(0, CREATED, str(task.request_id))])
-        other.close()  # gone before cell 1's create was sent
+        tasks = [client.submit("genW2.5-t2i-preview", grid.cells[i].payload) for i in (0, 1)]
+        tasks[1].result(60)
+        sending.settle(
+            grid.id,
+            [
+                RowUpdate(0, CREATED, str(tasks[0].request_id)),
+                RowUpdate(1, DONE, str(tasks[1].request_id)),
+            ],
+        )
+        again.run.write_all()  # a final write reads them again: the ended one, as it ended
+        other.close()  # gone before cell 2's create was sent
         creates = client.request_counts["create"]
         again.wait(timeout=60)
-        assert again.cells[0].request_id == task.request_id and again.cells[0].outputs
-        assert status_of(again.cells[0]) == "done" and status_of(again.cells[1]) == "not sent"
+        assert [c.request_id for c in again.cells[:2]] == [t.request_id for t in tasks]
+        assert all(c.outputs for c in again.cells[:2]), "followed: their outputs are shown"
+        assert [status_of(c) for c in again.cells] == ["done", "done", "not sent"]
         assert client.request_counts["create"] == creates  # followed, never created here
         again.submit(wait=True).wait(timeout=60)
-        assert [status_of(c) for c in again.cells] == ["done", "done"]
+        assert [status_of(c) for c in again.cells] == ["done"] * 3
         assert client.request_counts["create"] == creates + 1
 
 

@@ -317,7 +317,6 @@ class Batch:
                 )
             self.problem, self.dirty = f"store not written: {exc}", True
 
-
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now (a row another
         process holds, as the store has it now: never from this process's older view)."""

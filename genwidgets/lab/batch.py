@@ -304,7 +304,8 @@ class Batch:
         """Flush while a stored run is re-opened: a store that cannot be written now (a
         full or read-only home, a lock held past its wait) keeps the changes queued for a
         later flush and is said once, as a :class:`LedgerWarning`, so the run is still
-        shown, rated from what is stored and exported (decisions#ledger-locked-resume)."""
+        shown, its ratings read and exported from what is stored
+        (decisions#ledger-locked-resume)."""
         try:
             self.flush()
         except LedgerError as exc:

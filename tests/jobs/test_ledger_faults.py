@@ -1302,3 +1302,40 @@ def test_the_history_command_under_a_lock_that_keeps_readers_out_shows_the_pendi
     said = capsys.readouterr()
     assert "only the pending notes are shown" in said.err and "locked by another" in said.err
     assert "pending notes" in said.out and " paid " in said.out
+
+
+@pytest.mark.timeout(90)
+def test_a_create_queued_behind_a_heartbeat_the_lock_holds_is_kept_at_once(
+    tmp_path: Path, locked: Callable[[Path], Lock], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease heartbeat waiting for a lock held elsewhere did not count as held for
+    the first ``busy_timeout``: a create queued behind it waited ``intent_wait``, was
+    sent, and its notes were not kept, so ``kill -9`` then lost the paid task."""
+    from genwidgets.jobs.ledger.lease import Leases
+
+    real_heartbeat, lock_held, beating = Leases.heartbeat, threading.Event(), threading.Event()
+
+    def heartbeat(self: Leases) -> Callable[[sqlite3.Connection], None] | None:
+        op = real_heartbeat(self)
+        if op is not None and lock_held.is_set():
+            beating.set()  # this heartbeat now meets the lock
+        return op
+
+    monkeypatch.setattr(Leases, "heartbeat", heartbeat)
+    path = tmp_path / "ledger.sqlite3"
+    # a heartbeat every 0.1 s; SQLite waits up to 60 s for the lock; a create 5 s for its row
+    with Ledger(path, lease_ttl=0.4, busy_timeout=60, intent_wait=5) as led:
+        led.writes.record_handle(
+            led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={}), handle("first")
+        )
+        assert led.flush(30)  # it holds a lease: the heartbeat runs
+        lock = locked(path)
+        lock_held.set()
+        assert beating.wait(30)
+        row = led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={"n": 2})
+        led.writes.record_handle(row, handle("second"))
+        pending = path.with_name(path.name + ".pending.jsonl")
+        wait_until(lambda: pending.exists() and "second" in pending.read_text(), 4, "kept notes")
+        lock.release()
+        assert led.flush(30)
+        assert sorted(r.request_id or "" for r in led.rows()) == ["first", "second"]

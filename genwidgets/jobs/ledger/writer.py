@@ -283,8 +283,9 @@ class _Thread(threading.Thread):
         self.start()
 
     def holding(self) -> bool:
-        """Whether the write being applied has waited longer than :data:`STALL` (a lock
-        held elsewhere) or is kept (the file cannot be written)."""
+        """Whether the write being applied (or the idle work: the writes behind it wait
+        as long) has waited longer than :data:`STALL` (a lock held elsewhere) or is kept
+        (the file cannot be written)."""
         since = self.writing_since
         return (
             self.busy_since is not None
@@ -367,11 +368,16 @@ class _Thread(threading.Thread):
                 item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
+            if item is not _NOTHING and item is not None:
+                self.writing_note = item[2]  # taken: the keeper sees it while the idle work runs
             if time.monotonic() >= next_idle:  # on time however busy the queue is
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
-                if idle is not None:
+                if idle is not None:  # a lock it meets holds the writes behind it too
+                    self.writing_since = time.monotonic()
                     self._apply(idle, None, keep=False)
+            if item is _NOTHING or item is None:
+                self.writing_since = None
             if item is _NOTHING:
                 continue
             if item is None:
@@ -381,7 +387,8 @@ class _Thread(threading.Thread):
                 self.noted.set()
                 return
             op, future, self.writing_note = item
-            self.writing_since = time.monotonic()
+            if self.writing_since is None:  # else held since the idle work met the lock
+                self.writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:

@@ -22,7 +22,7 @@ import pytest
 from reliability.harness import damage_root_page, wait_until
 
 import genwidgets as gw
-from genwidgets._config import Secret
+from genwidgets._config import Secret, normal_base_url
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.protocol.records import Handle, Status
@@ -773,6 +773,12 @@ EXITS_WHILE_LOCKED = textwrap.dedent(
 )
 
 
+def made_on(sim: SimulatorServer, script: str) -> str:
+    """``script`` with its task made on the gateway of the commands (``sim``'s), which
+    lists only the pending notes of its own gateway."""
+    return script.replace('gateway="gw"', f"gateway={normal_base_url(sim.base_url)!r}")
+
+
 def exit_while_locked(
     script: str, path: Path, locked: Callable[[Path], Lock]
 ) -> tuple[Lock, subprocess.CompletedProcess[str]]:
@@ -1017,7 +1023,7 @@ def test_history_under_a_lock_says_so_and_names_the_tasks_left_in_the_pending_no
         led.close()
     said = str(closing[0].message)
     assert f"{ENDPOINT} mine" in said and "statuses or results:" not in said
-    assert "notes an earlier process left in" in said
+    assert "notes another process kept in" in said
 
 
 @pytest.mark.timeout(120)
@@ -1107,7 +1113,7 @@ def test_the_history_command_under_a_lock_lists_the_tasks_left_in_the_pending_no
     from genwidgets.cli import main
 
     path = tmp_path / "home" / "ledger.sqlite3"
-    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
+    exit_while_locked(made_on(gateway_env, EXITS_WHILE_LOCKED), path, locked)
 
     quick_ledger_for_commands(path, monkeypatch)
     assert main(["history"]) == 0
@@ -1134,11 +1140,13 @@ HOLDS_A_PAID_TASK = textwrap.dedent(
 
 
 @contextmanager
-def kernel_holding_a_paid_task(path: Path) -> Iterator[subprocess.Popen[str]]:
+def kernel_holding_a_paid_task(
+    path: Path, script: str = HOLDS_A_PAID_TASK, request_id: str = "paid"
+) -> Iterator[subprocess.Popen[str]]:
     """A process that created a task while another holds the ledger's lock, once its
     held writes are kept in the pending notes (as they are held, not at its exit)."""
     kernel = subprocess.Popen(
-        [sys.executable, "-c", HOLDS_A_PAID_TASK, str(path)],
+        [sys.executable, "-c", script.replace('"paid"', repr(request_id)), str(path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -1146,12 +1154,43 @@ def kernel_holding_a_paid_task(path: Path) -> Iterator[subprocess.Popen[str]]:
     try:
         assert kernel.stdout is not None and kernel.stdout.readline() == "held\n"
         pending = path.with_name(path.name + ".pending.jsonl")
-        wait_until(lambda: pending.exists() and "paid" in pending.read_text(), 30, "kept notes")
+        wait_until(
+            lambda: pending.exists() and f'"{request_id}"' in pending.read_text(), 30, "kept notes"
+        )
         yield kernel
     finally:
         if kernel.poll() is None:
             kernel.kill()
         kernel.communicate(timeout=30)
+
+
+@pytest.mark.timeout(90)
+def test_history_says_a_running_process_holds_its_kept_task_and_lists_only_its_gateways(
+    gateway_env: SimulatorServer,
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A running kernel keeps its held writes in the pending notes as they are held:
+    ``genwidgets history`` called its paid task "left by a process that ended", and
+    listed the notes of every gateway."""
+    from genwidgets.cli import main
+    from genwidgets.jobs.ledger.lease import HOST
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    exit_while_locked(EXITS_WHILE_LOCKED, path, locked)  # "paid", of another gateway
+    with kernel_holding_a_paid_task(
+        path, made_on(gateway_env, HOLDS_A_PAID_TASK), "live"
+    ) as kernel:
+        quick_ledger_for_commands(path, monkeypatch)
+        assert main(["history"]) == 0
+        said = capsys.readouterr()
+        [line] = said.out.splitlines()
+        assert " live " in line and f"held by process {kernel.pid} on {HOST}" in line
+        assert "it may still be running" in line and "ended" not in line
+    assert f"{ENDPOINT} live" in said.err and f"{ENDPOINT} paid" not in said.err
+    assert "earlier process" not in said.err
 
 
 @pytest.mark.timeout(90)
@@ -1290,7 +1329,7 @@ def test_the_history_command_under_a_lock_that_keeps_readers_out_shows_the_pendi
     from genwidgets.cli import EXIT_NOT_DONE, main
 
     path = tmp_path / "home" / "ledger.sqlite3"
-    lock, _ = exit_while_locked(EXITS_WHILE_LOCKED, path, locked)
+    lock, _ = exit_while_locked(made_on(gateway_env, EXITS_WHILE_LOCKED), path, locked)
     lock.release()  # nobody opened the ledger since: its paid task is in the notes only
     (tmp_path / "again").mkdir()
 

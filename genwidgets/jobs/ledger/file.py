@@ -633,20 +633,33 @@ class LedgerFile:
             )
             if self.pending_path.exists():
                 message += (
-                    f" or the notes an earlier process left in {self.pending_path} (still "
+                    f" or the notes another process kept in {self.pending_path} (still "
                     "there, for the next open)"
                 )
             message += "."
         self.warn(message)
 
     def pending_handles(self) -> list[Note]:
-        """The handle notes in :attr:`pending_path`: created tasks a process left there,
-        not in the file until the next write records them."""
+        """The handle notes in :attr:`pending_path`: created tasks a process kept there
+        (it may still run: it keeps them as they are held), not in the file until a
+        write records them. Each with the ``gateway`` of its intent's note when that is
+        there too (its intent was held as well)."""
         try:
             lines = self.pending_path.read_text(encoding="utf-8").splitlines()
         except OSError:
             return []
-        return [note for note in map(_note, lines) if note is not None and "row" in note]
+        notes = [note for note in map(_note, lines) if note is not None]
+        gateways = {
+            (n.get("host"), n.get("pid"), n["ticket"]): n.get("gateway")
+            for n in notes
+            if "ticket" in n
+        }
+        handles = [note for note in notes if "row" in note]
+        for note in handles:
+            found = gateways.get((note.get("host"), note.get("pid"), note["row"]))
+            if found is not None:
+                note.setdefault("gateway", found)
+        return handles
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in

@@ -20,7 +20,7 @@ from typing import Any
 from ..._config import home
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
-from .file import LedgerFile, Undecodable, raise_if_damaged
+from .file import MASKING, LedgerFile, Undecodable, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
     COLUMN_NAMES,
@@ -135,9 +135,10 @@ class Ledger:
             opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
         except concurrent.futures.TimeoutError:
             log.warning(
-                "genwidgets: the ledger %s is busy (locked by another process); "
-                "rows are kept in order and written when it frees",
+                "genwidgets: the ledger %s is busy (%s); rows are kept in order and written "
+                "when it frees",
                 self.path,
+                f"this process is {MASKING}" if self._file.masking else "locked by another process",
             )
         except LedgerError:
             self._queue.stop(0.0)
@@ -406,6 +407,8 @@ class Ledger:
         why = (
             f"cannot be written now ({self.unwritable})"
             if self.unwritable is not None
+            else f"is busy: this process is {MASKING}"
+            if self._file.masking
             else f"is locked by another process (more than {self.busy_timeout:g} s)"
         )
         message = (

@@ -273,9 +273,10 @@ class _Thread(threading.Thread):
         self.wake = threading.Event()
         #: its writes were handed to ``left_behind``: it gives up every one it still has
         self.left = False
-        #: the notes ``keep_held`` has on disk, until their writes are applied; the
-        #: thread keeping them (started with the first note) and what wakes it
-        self.kept: list[Note] = []
+        #: the notes ``keep_held`` has on disk, by ``id`` until their writes are applied
+        #: (held here, so no other note takes the id meanwhile); the thread keeping them
+        #: (started with the first note) and what wakes it
+        self.kept: dict[int, Note] = {}
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
         self.keeper: threading.Thread | None = None
@@ -283,8 +284,9 @@ class _Thread(threading.Thread):
         self.start()
 
     def holding(self) -> bool:
-        """Whether the write being applied has waited longer than :data:`STALL` (a lock
-        held elsewhere) or is kept (the file cannot be written)."""
+        """Whether the write being applied (or the idle work: the writes behind it wait
+        as long) has waited longer than :data:`STALL` (a lock held elsewhere) or is kept
+        (the file cannot be written)."""
         since = self.writing_since
         return (
             self.busy_since is not None
@@ -295,7 +297,7 @@ class _Thread(threading.Thread):
     def was_kept(self, note: Note) -> bool:
         """Whether ``note`` itself (not an equal one) is among those kept."""
         with self.kept_lock:
-            return any(kept is note for kept in self.kept)
+            return self.kept.get(id(note)) is note
 
     def watch_notes(self) -> None:
         """A write with a note was queued: the keeper looks at it (started if need be)."""
@@ -314,18 +316,23 @@ class _Thread(threading.Thread):
         assert keep_held is not None
         while not self.ended and not self.left:
             self.noted.clear()
-            waiting = [note for note in self.notes() if not self.was_kept(note)]
+            # one look, under the lock the writer takes to drop an applied note: a note
+            # applied meanwhile is not seen, so never left in kept
+            with self.kept_lock:
+                waiting = [note for note in self.notes() if id(note) not in self.kept]
+                held = bool(waiting) and self.holding()
+                if held:  # first: its write may look for a copy recorded meanwhile
+                    self.kept.update((id(note), note) for note in waiting)
             if not waiting:
                 self.noted.wait()
                 continue
-            if not self.holding():
+            if not held:
                 self.noted.wait(STALL / 2)  # applied in a few ms, as a rule
                 continue
-            with self.kept_lock:  # first: its write may look for a copy recorded meanwhile
-                self.kept += waiting
             if not keep_held(waiting):  # the disk is full too: tried again, and at exit
                 with self.kept_lock:
-                    self.kept = [k for k in self.kept if all(k is not n for n in waiting)]
+                    for note in waiting:
+                        self.kept.pop(id(note), None)
                 self.noted.wait(FAULT_PAUSE)
 
     def notes(self) -> list[Note]:
@@ -367,11 +374,16 @@ class _Thread(threading.Thread):
                 item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
+            if item is not _NOTHING and item is not None:
+                self.writing_note = item[2]  # taken: the keeper sees it while the idle work runs
             if time.monotonic() >= next_idle:  # on time however busy the queue is
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
-                if idle is not None:
+                if idle is not None:  # a lock it meets holds the writes behind it too
+                    self.writing_since = time.monotonic()
                     self._apply(idle, None, keep=False)
+            if item is _NOTHING or item is None:
+                self.writing_since = None
             if item is _NOTHING:
                 continue
             if item is None:
@@ -381,14 +393,16 @@ class _Thread(threading.Thread):
                 self.noted.set()
                 return
             op, future, self.writing_note = item
-            self.writing_since = time.monotonic()
+            if self.writing_since is None:  # else held since the idle work met the lock
+                self.writing_since = time.monotonic()
             try:
                 self._apply(op, future)
             finally:
-                if self.writing_note is not None:
-                    with self.kept_lock:
-                        self.kept = [k for k in self.kept if k is not self.writing_note]
-                self.writing_since = self.writing_note = None
+                with self.kept_lock:  # with the keeper's look (see _keep_held)
+                    if self.writing_note is not None:
+                        self.kept.pop(id(self.writing_note), None)
+                    self.writing_note = None
+                self.writing_since = None
                 self.jobs.task_done()
 
     def _open(self) -> sqlite3.Connection:

@@ -132,8 +132,9 @@ async def _run_all(
     running = {tasks[index] for index in in_flight} & remaining
     for left in remaining - running:
         left.cancel()  # still waiting for its turn: it never leaves
-    if running and grace > 0:
-        await asyncio.wait(running, timeout=grace)
+    halted = halt is not None and halt.is_set()  # nobody waits: they answer, never cut
+    if running and (grace > 0 or halted):
+        await asyncio.wait(running, timeout=None if halted else grace)
     for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
@@ -207,18 +208,23 @@ def run_each(
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome  # not an outcome (KeyboardInterrupt, CancelledError)
             outcomes[index] = outcome
+            if halt is not None and halt.is_set():  # set during the get: no on_each after
+                raise concurrent.futures.CancelledError(HALTED)
             if on_each is not None:
                 on_each(index, outcome)
     except BaseException as stopping:
         engine.call_soon(stop.set)
+        # halted, nobody waits on this thread (the caller's cancel was raised at once):
+        # the works on the wire answer, bounded by their own timeout, never cut
+        halted = halt is not None and halt.is_set()
         running = len(in_flight)
-        if running and answer_grace > 0:  # their answers, through more interrupts
+        if running and answer_grace > 0 and not halted:  # their answers, through interrupts
             why = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "stopped"
             waited = f"{running} request{'s' if running > 1 else ''} in flight"
             wait_through_interrupts([batch], answer_grace, why=why, waited=waited)
         # What was cancelled ends at once, and the ledger says so, before we return;
         # a second interrupt, or a batch slow to end, does not hold the caller.
         with contextlib.suppress(BaseException):
-            wait_future(batch, STOP_WAIT)
+            wait_future(batch, None if halted else STOP_WAIT)
         raise
     return [outcomes[i] for i in range(len(works))]

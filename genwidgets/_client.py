@@ -764,7 +764,8 @@ class Client:
         for (a batch's row and attempt), so a resume finds its task by it.
         ``stop``, set from another thread (an :class:`AsyncClient`'s caller cancelled),
         stops the rest as an interrupt does: from the moment it is set no create leaves;
-        then ``concurrent.futures.CancelledError`` says what the call made
+        those in flight answer (never cut), then ``concurrent.futures.CancelledError``
+        says what the call made
         (docs/decisions.md#a-cancelled-async-call).
         """
         requests = list(requests)

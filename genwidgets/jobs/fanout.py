@@ -164,7 +164,9 @@ def run_each(
     while works in flight answer: a paused batch stops before its next create.
     ``halt``, set from another thread (an AsyncClient's caller cancelled), stops the batch
     as an interrupt does: from the moment it is set no work leaves (:meth:`Leaving.leave`
-    reads it), and ``concurrent.futures.CancelledError`` is raised once the batch ended.
+    reads it) and ``on_each`` is not called, but what is on the wire answers, never cut
+    (nobody waits on this thread); ``concurrent.futures.CancelledError`` is raised once
+    the batch ended.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:

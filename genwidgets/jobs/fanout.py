@@ -102,8 +102,8 @@ async def _run_all(
     """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
     it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
     (``in_flight``) is let end for at most ``grace`` seconds (a create's answer names a
-    paid task) and then cancelled (the batch itself is never cancelled, so this always
-    runs: a task cancelled before its first step runs no code)."""
+    paid task; ``halt`` set: to its end) and then cancelled (the batch itself is never
+    cancelled, so this always runs: a task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(index: int) -> T:

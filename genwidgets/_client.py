@@ -55,7 +55,7 @@ from .jobs.engine import (
     wait_future,
     wait_through_interrupts,
 )
-from .jobs.fanout import STOP_WAIT, Leaving, run_each
+from .jobs.fanout import HALTED, STOP_WAIT, Leaving, run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import FINISHED, LEDGER_FILE_NAME, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
@@ -303,6 +303,7 @@ class _CreateInFlight:
         self._leaving = Leaving(0, self._stop, set(), halt)  # halt: its caller's stop
         self._create = create(self._leaving)
         self._never_sent = never_sent
+        self._halt = halt
         self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
         self._task: asyncio.Future[Job] | None = None
         self._abandoned = False
@@ -317,7 +318,20 @@ class _CreateInFlight:
                 raise asyncio.CancelledError
             self._task = asyncio.ensure_future(self._create)
         self._task.add_done_callback(self._copy_outcome)
+        if self._halt is not None:
+            watching = asyncio.ensure_future(self._held_back_once_halted(self._task))
+            self._task.add_done_callback(lambda _: watching.cancel())
         return await asyncio.shield(self._task)
+
+    async def _held_back_once_halted(self, task: asyncio.Future[Job]) -> None:
+        """On the engine: once its caller's ``halt`` is set (seen within a quarter
+        second), a create still waiting to leave (the rate gate, a backoff) is cancelled
+        there and then, as at Ctrl-C, instead of holding its worker thread until the gate
+        opens only to be refused as it leaves; one on the wire answers."""
+        assert self._halt is not None
+        while not self._halt.is_set():
+            await asyncio.wait({task}, timeout=0.25)
+        await self._hold_back(task)
 
     def _copy_outcome(self, task: asyncio.Future[Job]) -> None:
         if task.cancelled():
@@ -713,6 +727,10 @@ class Client:
         )
         try:
             return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
+        except concurrent.futures.CancelledError:
+            if stop is not None and stop.is_set():  # held back at the rate gate: never sent
+                raise Unreachable(HALTED) from None
+            raise
         except KeyboardInterrupt:
             raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
         except concurrent.futures.TimeoutError:
@@ -746,7 +764,8 @@ class Client:
         for (a batch's row and attempt), so a resume finds its task by it.
         ``stop``, set from another thread (an :class:`AsyncClient`'s caller cancelled),
         stops the rest as an interrupt does: from the moment it is set no create leaves;
-        then ``concurrent.futures.CancelledError`` says what the call made
+        those in flight answer (never cut), then ``concurrent.futures.CancelledError``
+        says what the call made
         (docs/decisions.md#a-cancelled-async-call).
         """
         requests = list(requests)

@@ -102,8 +102,8 @@ async def _run_all(
     """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
     it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
     (``in_flight``) is let end for at most ``grace`` seconds (a create's answer names a
-    paid task) and then cancelled (the batch itself is never cancelled, so this always
-    runs: a task cancelled before its first step runs no code)."""
+    paid task; ``halt`` set: to its end) and then cancelled (the batch itself is never
+    cancelled, so this always runs: a task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(index: int) -> T:
@@ -132,8 +132,9 @@ async def _run_all(
     running = {tasks[index] for index in in_flight} & remaining
     for left in remaining - running:
         left.cancel()  # still waiting for its turn: it never leaves
-    if running and grace > 0:
-        await asyncio.wait(running, timeout=grace)
+    halted = halt is not None and halt.is_set()  # nobody waits: they answer, never cut
+    if running and (grace > 0 or halted):
+        await asyncio.wait(running, timeout=None if halted else grace)
     for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
@@ -163,7 +164,9 @@ def run_each(
     while works in flight answer: a paused batch stops before its next create.
     ``halt``, set from another thread (an AsyncClient's caller cancelled), stops the batch
     as an interrupt does: from the moment it is set no work leaves (:meth:`Leaving.leave`
-    reads it), and ``concurrent.futures.CancelledError`` is raised once the batch ended.
+    reads it) and ``on_each`` is not called, but what is on the wire answers, never cut
+    (nobody waits on this thread); ``concurrent.futures.CancelledError`` is raised once
+    the batch ended.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:
@@ -207,18 +210,23 @@ def run_each(
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome  # not an outcome (KeyboardInterrupt, CancelledError)
             outcomes[index] = outcome
+            if halt is not None and halt.is_set():  # set during the get: no on_each after
+                raise concurrent.futures.CancelledError(HALTED)
             if on_each is not None:
                 on_each(index, outcome)
     except BaseException as stopping:
         engine.call_soon(stop.set)
+        # halted, nobody waits on this thread (the caller's cancel was raised at once):
+        # the works on the wire answer, bounded by their own timeout, never cut
+        halted = halt is not None and halt.is_set()
         running = len(in_flight)
-        if running and answer_grace > 0:  # their answers, through more interrupts
+        if running and answer_grace > 0 and not halted:  # their answers, through interrupts
             why = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "stopped"
             waited = f"{running} request{'s' if running > 1 else ''} in flight"
             wait_through_interrupts([batch], answer_grace, why=why, waited=waited)
         # What was cancelled ends at once, and the ledger says so, before we return;
         # a second interrupt, or a batch slow to end, does not hold the caller.
         with contextlib.suppress(BaseException):
-            wait_future(batch, STOP_WAIT)
+            wait_future(batch, None if halted else STOP_WAIT)
         raise
     return [outcomes[i] for i in range(len(works))]

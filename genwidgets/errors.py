@@ -1,37 +1,37 @@
 """The one exception tree, as in httpx; why: docs/decisions.md#client-api-and-the-error-tree::
 
-GenwidgetsError
-├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
-├── GatewayError                        an answer came; .status_code .code .detail .request_id
-│   ├── Unauthorized                    UNAUTHORIZED / missing bearer token
-│   ├── RateLimited                     RATE_LIMIT_EXCEEDED, .retry_after (seconds or None)
-│   ├── ModelNotAllowed                 "Model not allowed for this user"
-│   ├── EndpointNotFound                "App not found: <endpoint>"
-│   ├── WebhookNotSupported             "webhook not supported"
-│   ├── NotSupported                    sync path / SSE stream
-│   ├── RequestNotFound                 404 "Request not found"
-│   ├── RuntimeFailed                   "Runtime execution failed"
-│   └── ServerError                     5xx, or a broken answer to status/result/cancel
-├── NoAnswer                            no (readable) answer came: do not retry it blindly
-│   ├── Unreachable                     nothing was sent (connect failed): safe to try again
-│   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
-│   └── ClientClosed                    the client is closed; a task may run (.never_sent: none)
-├── AmbiguousClient                     live clients of several gateways: pass client=
-├── BudgetExceeded                      a batch's plan bills more than its budget allows
-├── TaskFailed                          COMPLETED with error; .result
-├── TaskTimeout (also TimeoutError)     .job
-├── DownloadError                       outputs not saved; .failures [(index, reason)]
-├── LedgerError                         the task ledger file cannot be used
-│   └── NotRecorded                     a batch's create not sent: its intent not kept
-├── SimulatorStartError (also RuntimeError)   the local simulator did not start
-└── ServeError                          the class gateway refused or failed; .status .code
+    GenwidgetsError
+    ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
+    ├── GatewayError                        an answer came; .status_code .code .detail .request_id
+    │   ├── Unauthorized                    UNAUTHORIZED / missing bearer token
+    │   ├── RateLimited                     RATE_LIMIT_EXCEEDED, .retry_after (seconds or None)
+    │   ├── ModelNotAllowed                 "Model not allowed for this user"
+    │   ├── EndpointNotFound                "App not found: <endpoint>"
+    │   ├── WebhookNotSupported             "webhook not supported"
+    │   ├── NotSupported                    sync path / SSE stream
+    │   ├── RequestNotFound                 404 "Request not found"
+    │   ├── RuntimeFailed                   "Runtime execution failed"
+    │   └── ServerError                     5xx, or a broken answer to status/result/cancel
+    ├── NoAnswer                            no (readable) answer came: do not retry it blindly
+    │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
+    │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
+    │   └── ClientClosed                    the client is closed; a task may run (.never_sent: none)
+    ├── AmbiguousClient                     live clients of several gateways: pass client=
+    ├── BudgetExceeded                      a batch's plan bills more than its budget allows
+    ├── TaskFailed                          COMPLETED with error; .result
+    ├── TaskTimeout (also TimeoutError)     .job
+    ├── DownloadError                       outputs not saved; .failures [(index, reason)]
+    ├── LedgerError                         the task ledger file cannot be used
+    │   └── NotRecorded                     a batch's create not sent: its intent not kept
+    ├── SimulatorStartError (also RuntimeError)   the local simulator did not start
+    └── ServeError                          the class gateway refused or failed; .status .code
 
-GenwidgetsWarning (UserWarning)
-├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
-├── IneffectiveFieldWarning             a field the service ignores in this combination
-├── DeprecatedFieldWarning              a field the spec marks deprecated
-├── MediaWarning                        media sent but unwise (large Base64, unchecked)
-└── LedgerWarning                       the ledger is off, or a damaged file was set aside
+    GenwidgetsWarning (UserWarning)
+    ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
+    ├── IneffectiveFieldWarning             a field the service ignores in this combination
+    ├── DeprecatedFieldWarning              a field the spec marks deprecated
+    ├── MediaWarning                        media sent but unwise (large Base64, unchecked)
+    └── LedgerWarning                       the ledger is off, or a damaged file was set aside
 """
 
 from __future__ import annotations
@@ -420,11 +420,10 @@ class LedgerError(GenwidgetsError):
 
 
 class NotRecorded(LedgerError):
-    """A create of a batch or a grid (a tagged create) was not sent: the
-    ledger could neither write its intent nor keep it beside the file (a full disk), and
-    a rerun reads "no intent" as "never sent". No task was made, nothing was paid;
-    running it again once the home can be written sends it
-    (docs/decisions.md#ledger-intent)."""
+    """A create of a batch or a grid (a tagged create) was not sent: the ledger could
+    neither write its intent nor keep it beside the file (a full disk), and a rerun
+    reads "no intent" as "never sent". No task was made, nothing was paid; running it
+    again once the home can be written sends it (docs/decisions.md#ledger-intent)."""
 
 
 class SimulatorStartError(GenwidgetsError, RuntimeError):

@@ -419,6 +419,42 @@ def test_a_batchs_create_whose_intent_the_full_home_cannot_keep_is_not_sent(
         assert [r.state for r in led.tagged([tag])] == ["not_created"]
 
 
+def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common path: the row is on disk within ``intent_wait``, so nothing more is
+    awaited (the keeper is never asked)."""
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    def never(_self: WriteQueue, _note: object) -> None:
+        raise AssertionError("a free file's intent waited for the keeper")
+
+    monkeypatch.setattr(WriteQueue, "safe", never)
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led:
+        row = leave(led, "batch b row 0 attempt 1")
+        assert row > 0 and led.row(row) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_a_batchs_create_leaves_once_its_intent_held_by_a_lock_is_kept_beside(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """Another process holds the ledger's lock: the tagged create leaves once its
+    intent's note is in the pending file, not before (and not after the lock)."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    with Ledger(path, intent_wait=0.05) as led:
+        lock = locked(path)
+        ticket = leave(led, "grid g cell 1 attempt 1")
+        assert ticket < 0 and lock.holding
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert [note["tag"] for note in notes] == ["grid g cell 1 attempt 1"]
+        lock.release()
+        assert led.flush(30)
+        assert [r.state for r in led.tagged(["grid g cell 1 attempt 1"])] == ["submitting"]
+
+
 @pytest.mark.timeout(60)
 def test_a_batchs_create_leaves_once_its_intent_held_by_a_full_disk_is_kept_beside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -21,8 +21,7 @@
     ├── TaskFailed                          COMPLETED with error; .result
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
-    ├── LedgerError                         the task ledger file cannot be used
-    │   └── NotRecorded                     a batch's create not sent: its intent not kept
+    ├── LedgerError                         the ledger cannot be used; NotRecorded: create not sent
     ├── SimulatorStartError (also RuntimeError)   the local simulator did not start
     └── ServeError                          the class gateway refused or failed; .status .code
 

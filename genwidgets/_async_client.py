@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -51,6 +52,21 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
 
+    async def _creating(
+        self, fn: Callable[..., T], *args: Any, stop: threading.Event | None = None, **kw: Any
+    ) -> T:
+        """``fn(*args, stop=stop, **kw)``, a call that creates tasks, as :meth:`_call`. A
+        cancel of the caller cannot reach the worker thread: it sets ``stop``, so no create
+        of the call leaves from then on (one already sent answers and is recorded), and
+        goes on at once (docs/decisions.md#a-cancelled-async-call)."""
+        if stop is None:
+            stop = threading.Event()
+        try:
+            return await self._call(fn, *args, stop=stop, **kw)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
     def __repr__(self) -> str:
         return "<Async" + repr(self._client)[1:]
 
@@ -89,7 +105,7 @@ class AsyncClient:
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        job = await self._call(self._client.send, prepared, headers=headers)
+        job = await self._creating(self._client.send, prepared, headers=headers)
         return self._wrap(job)
 
     async def send_many(
@@ -100,7 +116,9 @@ class AsyncClient:
         on_sent: Callable[[int, AsyncJob | Exception], object] | None = None,
     ) -> list[AsyncJob | Exception]:
         """As :meth:`Client.send_many`; ``on_sent`` runs on one of this client's worker
-        threads (not the caller's loop), as each answer arrives."""
+        threads (not the caller's loop), as each answer arrives. Cancelled, it stops: the
+        creates not sent never leave, those in flight answer and are recorded
+        (``client.jobs``, ``history()``; docs/decisions.md#a-cancelled-async-call)."""
 
         def wrapped(outcome: Job | Exception) -> AsyncJob | Exception:
             return self._wrap(outcome) if isinstance(outcome, Job) else outcome
@@ -108,7 +126,7 @@ class AsyncClient:
         def tell(index: int, outcome: Job | Exception) -> object:
             return None if on_sent is None else on_sent(index, wrapped(outcome))
 
-        outcomes = await self._call(
+        outcomes = await self._creating(
             self._client.send_many, requests, concurrency=concurrency, on_sent=tell
         )
         return [wrapped(outcome) for outcome in outcomes]
@@ -155,13 +173,18 @@ class AsyncClient:
             return await (await self.send(prepared)).result()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        sending = asyncio.ensure_future(self.send(prepared))
+        stop = threading.Event()
+        sending = asyncio.ensure_future(self._creating(self._client.send, prepared, stop=stop))
         try:  # the shield is this wait's own: a timeout leaves the create be
             job = await wait_within(asyncio.shield(sending), timeout)
         except asyncio.TimeoutError:
             sending.add_done_callback(_outcome_read)  # its failure is the ledger's now
             raise create_unanswered(endpoint, timeout) from None
-        return await job.result(max(0.0, deadline - loop.time()))
+        except asyncio.CancelledError:  # the caller's: a create not sent never is, from now
+            stop.set()
+            sending.cancel()
+            raise
+        return await self._wrap(job).result(max(0.0, deadline - loop.time()))
 
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""

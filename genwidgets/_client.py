@@ -298,10 +298,11 @@ class _CreateInFlight:
         engine: Engine,
         create: Callable[[Leaving], Coroutine[Any, Any, Job]],
         never_sent: Callable[[], None],
+        halt: threading.Event | None = None,
     ) -> None:
         self._engine = engine
         self._stop = asyncio.Event()  # set on the engine: Ctrl-C came, it may not leave
-        self._leaving = Leaving(0, self._stop, set())
+        self._leaving = Leaving(0, self._stop, set(), halt)  # halt: its caller's stop
         self._create = create(self._leaving)
         self._never_sent = never_sent
         self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
@@ -669,20 +670,31 @@ class Client:
         """
         return prepare(endpoint, payload, validate=validate)
 
-    def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
+    def send(
+        self,
+        prepared: PreparedRequest,
+        *,
+        headers: Mapping[str, str] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Job:
         """Create the task of a prepared request: its exact ``body``, not validated again.
 
         Ctrl-C while the create is in flight lets it answer (at most
         :data:`CREATE_ANSWER_GRACE` seconds), so a task the gateway made is recorded and
         followed, then raises ``KeyboardInterrupt`` saying whether a task exists and how
-        to follow it (docs/decisions.md#an-interrupted-submit)."""
-        return self._send(prepared, headers)
+        to follow it (docs/decisions.md#an-interrupted-submit). ``stop``, set from another
+        thread, keeps a create that has not left from ever leaving (``Unreachable``,
+        nothing sent); one already sent answers and is recorded
+        (docs/decisions.md#a-cancelled-async-call)."""
+        return self._send(prepared, headers, stop=stop)
 
     def _send(
         self,
         prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         within: float | None = None,
+        *,
+        stop: threading.Event | None = None,
     ) -> Job:
         """:meth:`send`, waiting at most ``within`` seconds for the create's answer (the
         deadline of :meth:`run`): past it the create goes on (never cut: its answer names
@@ -699,6 +711,7 @@ class Client:
             self._engine,
             lambda leaving: self._create(prepared, headers, row, batch=leaving),
             never_sent,
+            stop,
         )
         try:
             return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
@@ -717,6 +730,7 @@ class Client:
         on_sent: Callable[[int, Job | Exception], object] | None = None,
         hold: Callable[[], bool] | None = None,
         tags: Sequence[str | None] | None = None,
+        stop: threading.Event | None = None,
     ) -> list[Job | Exception]:
         """Create the tasks of many prepared requests, at most ``concurrency`` at once,
         on the engine; one failed create never stops the others.
@@ -732,6 +746,10 @@ class Client:
         ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
         ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
         for (a batch's row and attempt), so a resume finds its task by it.
+        ``stop``, set from another thread (an :class:`AsyncClient`'s caller cancelled),
+        stops the rest as an interrupt does: from the moment it is set no create leaves;
+        then ``concurrent.futures.CancelledError`` says what the call made
+        (docs/decisions.md#a-cancelled-async-call).
         """
         requests = list(requests)
         for prepared in requests:
@@ -767,14 +785,16 @@ class Client:
                 on_each=on_sent,
                 hold=hold,
                 answer_grace=CREATE_ANSWER_GRACE,
+                halt=stop,
             )
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, concurrent.futures.CancelledError) as stopping:
             follow = (
                 "this client goes on following them: client.jobs, client.job(endpoint, "
                 "request_id), or client.resume() after a restart"
             )
             said = creates_said(list(ended.values()), follow, never_sent=len(requests) - len(ended))
-            raise KeyboardInterrupt(f"interrupted; of {len(requests)} requests, {said}") from None
+            how = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "cancelled"
+            raise type(stopping)(f"{how}; of {len(requests)} requests, {said}") from None
 
     def submit(
         self,
@@ -1134,6 +1154,8 @@ class Client:
                 except NotRecorded as exc:  # it stays off the wire: nothing made
                     made_nothing(exc)
                     raise
+                if batch is not None:  # stopped while its intent was written: it never leaves
+                    batch.leave()
 
         def made_nothing(exc: BaseException) -> None:
             nonlocal row, answered

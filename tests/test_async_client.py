@@ -8,11 +8,12 @@ import inspect
 import logging
 import pydoc
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gateway import BASE, FakeGateway, speed_up
+from fake_gateway import BASE, FakeGateway, error, speed_up
 from loopback import HeldCreates, held_creates_gateway
 
 import genwidgets as gw
@@ -299,6 +300,76 @@ def test_run_s_timeout_bounds_its_create_too_and_the_create_goes_on() -> None:
         assert host.creates == 1
     finally:
         gateway.close()
+
+
+def test_a_cancelled_send_many_sends_no_more_creates_and_those_in_flight_are_recorded() -> None:
+    """Ten requests at concurrency 2, cancelled (a timeout, a TaskGroup) while two
+    creates wait at the gateway: the cancel is raised at once, the eight not sent never
+    leave, the two answer and are followed and recorded. Before, the worker thread went
+    on sending all ten (billed) while the caller held no job of theirs."""
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(10)]
+            sending = asyncio.ensure_future(client.send_many(requests, concurrency=2))
+            assert await until(lambda: host.held == 2)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+            released.set()
+            # the two run to their end; a create sent after the cancel would be counted first
+            assert await until(
+                lambda: (
+                    host.creates > 2
+                    or (len(client.jobs) == 2 and all(j.done() for j in client.jobs))
+                )
+            )
+            assert host.creates == 2
+            assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]
+
+    try:
+        asyncio.run(main())
+        assert host.creates == 2
+        assert recorded_ids(gateway.base) == ["r1", "r2"]  # what the gateway made, all known
+    finally:
+        gateway.close()
+
+
+@pytest.mark.parametrize("call", ["submit", "run"])
+def test_a_cancelled_create_waiting_at_the_rate_gate_never_leaves(call: str) -> None:
+    """A cancel of ``submit`` (or ``run``) while its create waits at the rate gate
+    (refused 429, Retry-After 1 s): it never leaves, its row is not created. Before, the
+    worker thread sent it once the gate opened: a task the cancelled caller never saw."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "1"}))
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport()) as client:
+            ledger = client.ledger
+            assert ledger is not None
+
+            def states() -> list[str]:
+                return [row.state for row in ledger.rows(client.gateway_name)]
+
+            if call == "submit":
+                sending = asyncio.ensure_future(client.submit("ep", {}, validate=False))
+            else:
+                sending = asyncio.ensure_future(client.run("asset-get", {"Id": "a"}, timeout=60))
+            assert await until(lambda: fake.count("create") == 1)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+            # settled once the gate opens and the create is refused as it would leave
+            assert await until(lambda: fake.count("create") > 1 or states() == ["not_created"])
+            assert fake.count("create") == 1 and states() == ["not_created"]
+            assert client.jobs == []
+
+    asyncio.run(main())
 
 
 def test_the_old_async_spellings_warn_and_still_work() -> None:

@@ -286,6 +286,78 @@ def test_a_video_with_a_stream_but_no_frame_is_refused_even_with_no_duration_lim
     assert not media.inspect(video_bytes("mp4", 1.0)).frameless
 
 
+def _mjpeg_frames(count: int) -> list[av.VideoFrame]:
+    return [
+        av.VideoFrame.from_image(Image.new("RGB", (160, 120), (i * 20, 0, 0))) for i in range(count)
+    ]
+
+
+def _mp4_whose_first_sample_is_empty() -> bytes:
+    """Ten MJPEG frames in an mp4, the first sample made zero bytes (an mp4 may hold a
+    zero-size sample: a dropped frame); nine whole frames remain."""
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as container:
+        stream = container.add_stream("mjpeg", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 160, 120, "yuvj420p"
+        for frame in _mjpeg_frames(10):
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    data = bytearray(buf.getvalue())
+    sizes, offsets = data.find(b"stsz"), data.find(b"stco")
+    first_size = int.from_bytes(data[sizes + 16 : sizes + 20], "big")
+    first_offset = int.from_bytes(data[offsets + 12 : offsets + 16], "big")
+    data[sizes + 16 : sizes + 20] = bytes(4)
+    data[offsets + 12 : offsets + 16] = (first_offset + first_size).to_bytes(4, "big")
+    return bytes(data)
+
+
+def _mkv_whose_first_video_track_is_empty() -> bytes:
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="matroska") as container:
+        empty, full = (container.add_stream("mjpeg", rate=10) for _ in range(2))
+        for stream in (empty, full):
+            stream.width, stream.height, stream.pix_fmt = 160, 120, "yuvj420p"
+        container.start_encoding()
+        for frame in _mjpeg_frames(10):
+            container.mux(full.encode(frame))
+        container.mux(full.encode())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("first_sample_empty.mp4", _mp4_whose_first_sample_is_empty),
+        ("second_track.mkv", _mkv_whose_first_video_track_is_empty),
+    ],
+)
+def test_a_video_with_frames_is_not_frameless_when_its_first_packet_or_track_is_empty(
+    tmp_path: Path, name: str, make: Any
+) -> None:
+    """Empty packets are skipped, and every video stream that is not cover art is looked at:
+    both were refused by every video field as 'a video stream but no frame in it'."""
+    path = write(tmp_path, name, make())
+    assert not media.inspect(path).frameless
+    payload = {"content": [{"type": "video_url", "video_url": {"url": path}}]}
+    assert gw.validate("vidA-2-0", payload) is not None
+
+
+def test_a_video_stream_not_found_within_the_search_cap_is_not_called_empty() -> None:
+    """The search for a first video packet is capped (a probe never demuxes a file whole):
+    a video stream with no packet behind thousands of small audio packets is not judged."""
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="matroska") as container:
+        video = container.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        audio = container.add_stream("pcm_s16le", rate=8000, layout="mono")
+        container.start_encoding()
+        for i in range(5000):
+            packet = av.Packet(bytes(2))
+            packet.stream, packet.pts, packet.dts, packet.time_base = audio, i, i, audio.time_base
+            container.mux(packet)
+    assert not media.inspect(buf.getvalue()).frameless
+
+
 def test_an_image_cut_short_is_said_damaged_not_a_format_that_is_not_taken() -> None:
     png = image_bytes(64, 64)
     with pytest.raises(PayloadError, match="this png image is damaged or cut short"):

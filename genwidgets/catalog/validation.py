@@ -284,22 +284,25 @@ def _surrogate(text: str) -> str | None:
     return None
 
 
-def unsendable(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+def unsendable(payload: Mapping[str, Any], *, inf_and_nan: bool = True) -> list[dict[str, Any]]:
     """Where the payload holds something the JSON body cannot carry: a non-JSON
     value, inf or nan, a non-string key, a text with a lone surrogate, or nesting too
-    deep."""
+    deep. ``inf_and_nan=False`` leaves those to validation, which says a field's range
+    (a form shows it beside the field)."""
     problems, not_finite = _unsendable(payload)
-    return problems + not_finite
+    return problems + not_finite if inf_and_nan else problems
 
 
 def _unsendable(payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`unsendable`'s problems, inf and nan apart: a field's own check says those
     better (its range), and they harm no validation. Asked of every payload validated (a
-    batch's thousands of rows): plain dicts, ASCII keys and texts take the short way."""
+    batch's thousands of rows): plain dicts, ASCII keys and texts take the short way.
+    Only ``problems`` stop the scan at 20: however many inf or nan come first (a wide
+    row of empty cells), a generator after them is still refused before the model."""
     problems: list[dict[str, Any]] = []
     not_finite: list[dict[str, Any]] = []
     stack: list[tuple[tuple[Any, ...], Any]] = [((), payload)]
-    while stack and len(problems) + len(not_finite) < 20:
+    while stack and len(problems) < 20:
         loc, value = stack.pop()
         if isinstance(value, str):
             problem = None if value.isascii() else _surrogate(value)
@@ -307,8 +310,8 @@ def _unsendable(payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[
                 problems.append({"loc": loc, "msg": f"this text {problem}"})
             continue
         if isinstance(value, float) and not math.isfinite(value):
-            said = f"must be a finite number; got {shown(value)} (JSON has no inf or nan)"
-            not_finite.append({"loc": loc, "msg": said})
+            if len(not_finite) < 20:
+                not_finite.append({"loc": loc, "msg": _not_finite(value)})
             continue
         if isinstance(value, _JSON_SCALARS):
             continue
@@ -345,6 +348,39 @@ def _unsendable(payload: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[
     return problems, not_finite
 
 
+def _not_finite(value: float, given: Any = None) -> str:
+    text = f"{given!r}, read as {shown(value)}" if isinstance(given, str) else shown(value)
+    return f"must be a finite number; got {text} (JSON has no inf or nan)"
+
+
+def _read_as_not_finite(
+    instance: EndpointModel, payload: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """inf or nan the model read from a text (``"inf"``, ``"nan"``, ``"1e999"`` for an item
+    of a list of numbers): refused here, naming the place and the text, not by the
+    encoder at send with no place."""
+    wire = instance.to_wire()
+    errors = []
+    for error in _unsendable(wire)[1]:
+        given = _at(payload, error["loc"])
+        if isinstance(given, str):
+            error = {**error, "msg": _not_finite(_at(wire, error["loc"]), given)}
+        errors.append(error)
+    return errors
+
+
+def _at(tree: Any, loc: tuple[Any, ...]) -> Any:
+    """The value at ``loc`` in nested dicts and lists; None where there is none."""
+    for step in loc:
+        if isinstance(tree, str):  # a text's characters are not places in the payload
+            return None
+        try:
+            tree = tree[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return tree
+
+
 def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     """Check ``payload`` against the endpoint's model; raise :class:`PayloadError`
     listing every problem. Unknown fields pass with an :class:`UnknownFieldWarning`
@@ -369,6 +405,8 @@ def validate(endpoint_id: str, payload: Mapping[str, Any]) -> EndpointModel:
     # pydantic writes as null): said where no check of the field said it with its range
     said = {e["loc"] for e in errors}
     errors.extend(e for e in not_finite if e["loc"] not in said)
+    if instance is not None and not errors:
+        errors = _read_as_not_finite(instance, payload)
     if errors:
         raise PayloadError(errors, endpoint=endpoint_id)
     assert instance is not None

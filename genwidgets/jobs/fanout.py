@@ -9,9 +9,11 @@ as it arrives: docs/decisions.md#one-batch-sender.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import queue
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -24,6 +26,8 @@ T = TypeVar("T")
 
 #: what a create held back by ``hold()`` says (nothing was sent)
 HELD_BACK = "held back by its batch before it was sent: nothing was sent"
+#: what a create says that its caller's ``halt`` stopped (an AsyncClient's cancelled call)
+HALTED = "stopped before it was sent (its caller was cancelled): nothing was sent"
 #: seconds a stopped batch may take to end what it cancelled (it takes milliseconds)
 STOP_WAIT = 30.0
 
@@ -37,17 +41,27 @@ MAX_CONCURRENCY = 1000
 class Leaving:
     """A work's word to its batch as it goes on the wire (a create: each try): only the
     works on the wire when the batch stops are let end; the others, waiting (their turn,
-    the rate gate, a retry's backoff), are cancelled, or refused as they would leave."""
+    the rate gate, a retry's backoff), are cancelled, or refused as they would leave.
+    ``halt``, set from any thread, refuses them too, with no wait for the engine's loop."""
 
-    def __init__(self, index: int, stop: asyncio.Event, in_flight: set[int]) -> None:
+    def __init__(
+        self,
+        index: int,
+        stop: asyncio.Event,
+        in_flight: set[int],
+        halt: threading.Event | None = None,
+    ) -> None:
         self._index = index
         self._stop = stop
         self._in_flight = in_flight
+        self._halt = halt
 
     def leave(self) -> None:
         """It goes on the wire now; ``Unreachable`` (nothing sent) once the batch stopped."""
         if self._stop.is_set():
             raise Unreachable(HELD_BACK)
+        if self._halt is not None and self._halt.is_set():
+            raise Unreachable(HALTED)
         self._in_flight.add(self._index)
 
     def back(self) -> None:
@@ -83,6 +97,7 @@ async def _run_all(
     *,
     in_flight: set[int],
     grace: float = 0.0,
+    halt: threading.Event | None = None,
 ) -> None:
     """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
     it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
@@ -96,7 +111,7 @@ async def _run_all(
             if hold is not None and hold():  # asked before each create leaves, not after
                 raise Unreachable(HELD_BACK)
             try:
-                return await works[index](Leaving(index, stop, in_flight))
+                return await works[index](Leaving(index, stop, in_flight, halt))
             finally:
                 in_flight.discard(index)
 
@@ -132,6 +147,7 @@ def run_each(
     on_each: Callable[[int, T | Exception], object] | None = None,
     hold: Callable[[], bool] | None = None,
     answer_grace: float = 0.0,
+    halt: threading.Event | None = None,
 ) -> list[T | Exception]:
     """Run every ``works[i](leaving)`` on the engine, at most ``concurrency`` at a time,
     and return their values (or the exceptions they raised) in order; each says
@@ -145,6 +161,9 @@ def run_each(
     nothing (a create writes its intent as it leaves). ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
     while works in flight answer: a paused batch stops before its next create.
+    ``halt``, set from another thread (an AsyncClient's caller cancelled), stops the batch
+    as an interrupt does: from the moment it is set no work leaves (:meth:`Leaving.leave`
+    reads it), and ``concurrent.futures.CancelledError`` is raised once the batch ended.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:
@@ -166,11 +185,16 @@ def run_each(
             hold,
             in_flight=in_flight,
             grace=answer_grace,
+            halt=halt,
         )
     )
     outcomes: dict[int, T | Exception] = {}
     try:
-        while len(outcomes) < len(works):
+        while True:
+            if halt is not None and halt.is_set():  # seen within a slice: no on_each after
+                raise concurrent.futures.CancelledError(HALTED)
+            if len(outcomes) == len(works):
+                break
             try:  # short slices: a kernel interrupt is seen at once
                 index, outcome = arrived.get(timeout=0.25)
             except queue.Empty:

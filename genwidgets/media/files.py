@@ -300,7 +300,7 @@ def _av_info(local: LocalMedia) -> MediaInfo | None:
             codec = videos[0].codec_context if videos else None
             width = codec.width if codec is not None else None
             height = codec.height if codec is not None else None
-            frameless = bool(videos) and not _has_a_packet(container, videos[0])
+            frameless = bool(videos) and not _has_a_packet(container, videos)
     except (av.error.FFmpegError, OSError, ValueError, EOFError):
         return None
     _refuse_unread_image(local, demuxer)
@@ -314,17 +314,32 @@ def _av_info(local: LocalMedia) -> MediaInfo | None:
     )
 
 
-def _has_a_packet(container: Any, stream: Any) -> bool:
-    """Whether ``stream`` holds a frame's data: its first packet is demuxed (read, never
-    decoded). An mp4 written with no frame still has a video track; no field takes it.
-    A stream that cannot be demuxed is not called empty: that is for the service to say."""
+# How far the search for a video's first frame data goes: a probe answers a header
+# question, so a file is never demuxed whole (a video packet behind a long run of small
+# audio packets, or no video packet at all, read every byte on every validation).
+_FIRST_PACKET_SEARCH_PACKETS = 1000
+_FIRST_PACKET_SEARCH_BYTES = 8 * 1024 * 1024
+
+
+def _has_a_packet(container: Any, videos: Sequence[Any]) -> bool:
+    """Whether one of the ``videos`` streams holds a frame's data: packets are demuxed
+    (read, never decoded) until one of theirs has data. An mp4 written with no frame
+    still has a video track; no field takes it. Empty packets are skipped (an mp4 may
+    hold a zero-size sample, a dropped frame). A stream whose data is not found within
+    the search caps, or that cannot be demuxed, is not called empty: the service judges it."""
     import av.error  # noqa: PLC0415 - PyAV loads only for local audio and video
 
+    wanted = {stream.index for stream in videos}
     try:
-        first = next(iter(container.demux(stream)), None)
+        for count, packet in enumerate(container.demux()):
+            if packet.stream.index in wanted and packet.size > 0:
+                return True
+            at = packet.pos if packet.pos is not None else -1
+            if count >= _FIRST_PACKET_SEARCH_PACKETS or at >= _FIRST_PACKET_SEARCH_BYTES:
+                return True
     except (av.error.FFmpegError, OSError, ValueError, EOFError):
         return True
-    return first is not None and first.size > 0
+    return False
 
 
 def _refuse_unread_image(local: LocalMedia, demuxer: str) -> None:
@@ -402,7 +417,8 @@ def local_info(local: LocalMedia) -> MediaInfo:
 
 
 def inspect(source: Source) -> MediaInfo:
-    """Kind, format, size and duration of local media, from headers only.
+    """Kind, format, size and duration of local media, from its headers (a video's
+    first packets are read too, at most 1,000 or 8 MiB, never decoded, to see a frame).
 
     Takes a path, bytes, a PIL image, a data URL or raw Base64 text; an http(s) or
     asset URL is not fetched, so it cannot be inspected (a :class:`PayloadError`).

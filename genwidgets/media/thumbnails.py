@@ -18,13 +18,16 @@ import base64
 import io
 import logging
 import os
+import struct
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
 from PIL import Image, UnidentifiedImageError
 
 from .._files import is_fresh, write_atomically
+from .files import canonical_format
 
 __all__ = [
     "DEFAULT_SIDE",
@@ -46,7 +49,8 @@ log = logging.getLogger("genwidgets")
 
 class TooManyPixels(Exception):
     """A picture (or frame) over :data:`MAX_PIXELS`: no thumbnail, never decoded. Its
-    ``size`` in words, and its sides when read (Pillow's own cap refuses before that)."""
+    ``size`` in words, its sides and its format as a field names it (an MPO is jpeg);
+    past Pillow's own cap the sides come from the header, unchecked by Pillow."""
 
     def __init__(
         self, what: str, size: str, sides: tuple[int, int] | None = None, fmt: str = ""
@@ -108,13 +112,41 @@ def decoded(source: str | Path | IO[bytes], max_side: int) -> Image.Image | None
                 width, height = image.size
                 if width * height > MAX_PIXELS:
                     size = f"{stored[0]} × {stored[1]} pixels"
-                    raise TooManyPixels(what, size, stored, (image.format or "").lower())
+                    raise TooManyPixels(what, size, stored, canonical_format(image.format or ""))
                 image.load()
                 return image.copy()
-        except Image.DecompressionBombError as exc:  # over Pillow's own cap: said in its words
-            raise TooManyPixels(what, str(exc)) from exc
+        except Image.DecompressionBombError as exc:  # over Pillow's own cap: its header tells
+            header = _header(source)
+            if header is None:  # said in Pillow's words
+                raise TooManyPixels(what, str(exc)) from exc
+            (width, height), fmt = header
+            raise TooManyPixels(what, f"{width} × {height} pixels", (width, height), fmt) from exc
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
             return None
+
+
+def _header(source: str | Path | IO[bytes]) -> tuple[tuple[int, int], str] | None:
+    """The sides and format a picture's header states, read as ``Image.open`` reads it
+    but without Pillow's decompression-bomb check, which refuses a picture past its own
+    cap before saying its sides (so an endpoint's limit could not be checked). No pixel
+    is decoded; ``None`` when no reader makes it out."""
+    Image.init()  # every reader registered, as Image.open ends up doing
+    with ExitStack() as stack:
+        fp = stack.enter_context(open(source, "rb")) if isinstance(source, str | Path) else source
+        fp.seek(0)
+        prefix = fp.read(16)
+        for name in Image.ID:
+            factory, accept = Image.OPEN[name]
+            accepted = accept is None or accept(prefix)
+            if isinstance(accepted, str) or not accepted:
+                continue
+            fp.seek(0)
+            try:
+                image = factory(fp, "")
+            except (SyntaxError, IndexError, TypeError, struct.error, OSError, ValueError):
+                continue
+            return image.size, canonical_format(image.format or name)
+    return None
 
 
 def _encode(image: Image.Image, max_side: int) -> tuple[bytes, str]:

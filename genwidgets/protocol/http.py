@@ -72,6 +72,7 @@ from .records import (
     is_terminal,
     queue_url,
     readable,
+    says_rate_limited,
 )
 
 log = logging.getLogger("genwidgets")
@@ -277,13 +278,10 @@ def is_refusal(answer: Answer) -> bool:
 
 
 def _says_rate_limited(answer: Answer) -> bool:
-    """A 429, or an error answer whose body carries the ``RATE_LIMIT_EXCEEDED`` code
-    (whatever the status: the spec shows the code, not the status)."""
-    if answer.status_code == 429:
-        return True
-    if b"RATE_LIMIT_EXCEEDED" not in answer.content[:4096] or not is_refusal(answer):
-        return False
-    return isinstance(error_from_response(answer), RateLimited)
+    """A rate limit by :func:`~.records.says_rate_limited` (a body without the code is
+    not parsed for it)."""
+    said = b"RATE_LIMIT_EXCEEDED" in answer.content[:4096]
+    return says_rate_limited(answer.status_code, answer.json() if said else None)
 
 
 #: Transport failures before the request left: nothing reached the gateway.

@@ -92,6 +92,27 @@ def is_failure(status: str | None) -> bool:
     return status is not None and status.upper() in FAILURE_STATUSES
 
 
+#: fields of a task's answer: a body with one is a task's, never a refusal
+_TASK_FIELDS = ("status", "status_url", "response_url")
+
+
+def says_rate_limited(status: int, body: Any) -> bool:
+    """Whether an answer is a rate limit, by one rule for the client and the class
+    gateway: a 429, or an error answer whose code is ``RATE_LIMIT_EXCEEDED`` under any
+    status (the spec shows its codes, not their statuses: the simulator's replicate
+    dialect answers it 503, a gateway may refuse a create with a 200). Under a status
+    below 400 only the spec's error shape, without a task's field, is an error answer."""
+    if status == 429:
+        return True
+    if not isinstance(body, Mapping):
+        return False
+    error = body.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else None
+    if status < 400 and (not isinstance(code, str) or any(f in body for f in _TASK_FIELDS)):
+        return False
+    return (code or body.get("code")) == "RATE_LIMIT_EXCEEDED"
+
+
 def says_cancelled(status: str | None, error_type: str | None) -> bool:
     """A task's end saying it was cancelled: the spec names no state for it, so a
     CANCELLED (or CANCELED) status, or ``error_type`` "cancelled"."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,12 +34,18 @@ def gateway_error(
     message: str,
     retry_after: float | None = None,
     headers: Mapping[str, str] | None = None,
+    *,
+    with_id: bool = True,
 ) -> JSONResponse:
     """The service's error body; ``retry_after`` seconds said in whole ones (at least 1),
-    or ``headers`` as given (a simulator dialect words its own)."""
+    or ``headers`` as given (a simulator dialect words its own). ``with_id`` False: no
+    ``request_id`` beside it (the class gateway's own failures, where a task may exist:
+    an id there could be taken for the task's)."""
     if retry_after:
         headers = {"Retry-After": str(max(1, round(retry_after)))}
-    body = {"error": {"code": code, "message": message}, "request_id": str(uuid.uuid4())}
+    body: dict[str, Any] = {"error": {"code": code, "message": message}}
+    if with_id:
+        body["request_id"] = str(uuid.uuid4())
     return JSONResponse(body, status_code=status, headers=headers)
 
 

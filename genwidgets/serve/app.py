@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -28,7 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from ..catalog.validation import names_a_webhook
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..protocol.gate import GATE_CEILING
-from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url
+from ..protocol.records import FALLBACK_OUTPUT_KEYS, queue_url, says_rate_limited
 from ..protocol.refusals import HANDLERS, detail, gateway_error
 from ..protocol.routes import queue_routes
 from ..protocol.values import resolve_output_url
@@ -43,12 +42,16 @@ from .budgets import (
     caller_and_task,
     charge_of,
     forgotten,
+    heard,
+    hold_creates,
+    holding_creates,
     move,
     rate_limited,
     refusal,
     release,
     reserve,
     settle,
+    unanswered,
     usable,
 )
 from .config import ServeConfig, ServeState
@@ -142,7 +145,7 @@ async def create_task(request: Request) -> Response:
         except PayloadError as exc:
             raise refusal(422, None, describe_errors(exc.errors)) from None
         amounts = charge_of(endpoint, payload, config.prices)
-        wait = state.upstream_free_at - time.monotonic()
+        wait = await _read(state, holding_creates, config.database)
         if wait > 0:
             raise rate_limited(wait)
         reservation = await run_in_threadpool(
@@ -201,7 +204,7 @@ async def _forward_create(
     except ServeError as fault:
         if not fault.sent:
             await run_in_threadpool(release, db, task_id, "not_sent", fault.message)
-            return gateway_error(
+            return _failure(
                 502,
                 "UPSTREAM_UNAVAILABLE",
                 f"The class gateway {fault.message}: nothing was billed",
@@ -228,7 +231,7 @@ async def _forward_create(
 def _outcome_unknown(status: int, code: str, why: str, task_id: str) -> JSONResponse:
     """The answer to a create that may have reached upstream: it may exist (and bill), so
     its cost stays reserved, and it names our task for the teacher to settle."""
-    return gateway_error(
+    return _failure(
         status,
         code,
         f"{why}: the task may exist; its cost stays reserved until the teacher settles "
@@ -272,7 +275,7 @@ async def _record_create(
     refused = (
         300 <= answer.status < 500
         or (answer.status < 300 and answer.refused)
-        or _says_rate_limited(answer.body)
+        or says_rate_limited(answer.status, answer.body)
     )
     upstream_id = answer.body.get("request_id") if isinstance(answer.body, dict) else None
     made = not refused and 200 <= answer.status < 300
@@ -304,30 +307,44 @@ async def _record_create(
     code = _error_code(answer.body)
     why = f"upstream {answer.status}" + (f" {code}" if code else "")
     await run_in_threadpool(release, db, task_id, "refused", why)
-    return _passed_on(state, answer, refused_create=True)
+    return await _passed_on(state, answer, refused_create=True)
 
 
-def _passed_on(state: ServeState, answer: UpstreamAnswer, *, refused_create: bool) -> Response:
+async def _passed_on(
+    state: ServeState, answer: UpstreamAnswer, *, refused_create: bool
+) -> Response:
     """An upstream refusal as the student sees it: a 429 with its Retry-After (and, for a
-    create's, the process holds creates back as long, at most :data:`GATE_CEILING`, as
-    the client waits), the teacher's key refused as the server's fault, anything else as
-    upstream said it."""
-    if answer.status == 429 or _says_rate_limited(answer.body):
+    create's, every process holds creates back as long, at most :data:`GATE_CEILING`, as
+    the client waits, unless the teacher clears it: ``serve hold --clear``), the
+    teacher's key refused as the server's fault, anything else as upstream said it."""
+    if says_rate_limited(answer.status, answer.body):
         wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
         if refused_create:  # a poll's limit is its poller's: upstream may still take creates
-            state.upstream_free_at = max(state.upstream_free_at, time.monotonic() + wait)
+            try:
+                await run_in_threadpool(hold_creates, state.config.database, wait)
+            except ServeError as exc:  # the student is told to wait all the same
+                log.warning("upstream's rate limit could not be written: %s", exc)
         raise rate_limited(wait)
     if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
         log.error("upstream refused the teacher's key (%s)", answer.status)
-        return gateway_error(
+        return _failure(
             502,
             "UPSTREAM_KEY_REFUSED",
             "The class gateway's upstream refused its key: tell your teacher"
             + (" (nothing was billed)" if refused_create else ""),
         )
     if answer.body is None:
-        return gateway_error(502, "UPSTREAM_ERROR", f"upstream answered {answer.status}")
+        return _failure(502, "UPSTREAM_ERROR", f"upstream answered {answer.status}")
     return JSONResponse(answer.body, status_code=answer.status)
+
+
+def _failure(
+    status: int, code: str, message: str, retry_after: float | None = None
+) -> JSONResponse:
+    """Our own failure (a 5xx) in the gateway's error shape, without a ``request_id``: a
+    task may exist behind it, and a fresh id beside it could be taken for the task's (its
+    message names our task where one may exist)."""
+    return gateway_error(status, code, message, retry_after, with_id=False)
 
 
 def _error_code(body: Any) -> str | None:
@@ -335,10 +352,6 @@ def _error_code(body: Any) -> str | None:
     error = body.get("error") if isinstance(body, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, str) else None
-
-
-def _says_rate_limited(body: Any) -> bool:
-    return _error_code(body) == "RATE_LIMIT_EXCEEDED"
 
 
 # --------------------------------------------------------------------------- follow-ups
@@ -429,11 +442,11 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     try:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
-        return gateway_error(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
+        return _failure(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
     if cancel and answer.refused and answer.status < 500:  # refused: the task is as it was
         await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
     if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
-        return gateway_error(
+        return _failure(
             502,
             "UPSTREAM_ERROR",
             f"The class gateway's upstream answered {answer.status} to the cancel: it may "
@@ -444,16 +457,21 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
     if answer.status in (404, 410):  # not upstream's word (a proxy's page): the task is kept
-        return gateway_error(
+        # counted as the sweep counts it: only such answers for LOST_AFTER end the task
+        lost = await run_in_threadpool(unanswered, db, task[0])
+        kept = "after so long, the task is taken as gone" if lost else "the task is kept, try again"
+        return _failure(
             502,
             "UPSTREAM_UNAVAILABLE",
             f"The class gateway's upstream answered {answer.status} without saying it does "
-            "not know the task (a proxy's page, a wrong route?): the task is kept, try again",
+            f"not know the task (a proxy's page, a wrong route?): {kept}",
         )
+    if task[7] is not None and answer.status < 400:  # answered: a stretch of 404s is over
+        await run_in_threadpool(heard, db, task[0])
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet
     if answer.refused or answer.body is None:
-        return _passed_on(state, answer, refused_create=False)
+        return await _passed_on(state, answer, refused_create=False)
     upstream = state.config.upstream.base_url
     body = _rewrite(answer.body, _base(request), endpoint, task[0], upstream)
     if not cancel:
@@ -485,18 +503,17 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
     if exc.code is None:
         return detail(exc.status, exc.message)
     if exc.code != "STORAGE_UNAVAILABLE":
-        return gateway_error(exc.status, exc.code, exc.message, exc.retry_after)
+        answer = gateway_error if exc.status < 500 else _failure
+        return answer(exc.status, exc.code, exc.message, exc.retry_after)
     log.error("%s on %s %s: %s", exc.code, request.method, request.url.path, exc)
     # a create's failure after it was sent is answered where it was sent (_forward_create)
     said = "nothing was sent upstream" if request.method == "POST" else "try again"
-    return gateway_error(
-        503, "STORAGE_UNAVAILABLE", f"The class gateway's database failed; {said}", 1.0
-    )
+    return _failure(503, "STORAGE_UNAVAILABLE", f"The class gateway's database failed; {said}", 1.0)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.error("error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
-    return gateway_error(500, "INTERNAL_ERROR", f"Internal error: {type(exc).__name__}")
+    return _failure(500, "INTERNAL_ERROR", f"Internal error: {type(exc).__name__}")
 
 
 def create_app(

@@ -20,7 +20,7 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import ServeError
 from ..lab.budget import Budget, plain_amount
 from ..lab.cost import billed_units
-from ..protocol.records import Result, Status
+from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable, says_nothing
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -38,8 +38,11 @@ __all__ = [
     "ask_cancel",
     "caller_and_task",
     "charge_of",
+    "clear_hold",
     "forgotten",
     "heard",
+    "hold_creates",
+    "holding_creates",
     "move",
     "rate_limited",
     "refusal",
@@ -83,6 +86,33 @@ def rate_limited(wait: float, why: str = "") -> ServeError:
     """The gateway's 429, saying ``why`` after its own words; try again in ``wait`` s."""
     message = "Rate limit exceeded, please try again later" + (f": {why}" if why else "")
     return refusal(429, "RATE_LIMIT_EXCEEDED", message, retry_after=wait)
+
+
+def hold_creates(db: Database, wait: float, now: float | None = None) -> None:
+    """Upstream refused a create with a rate limit: every process sends no create for
+    ``wait`` seconds (a longer hold already written stays)."""
+    until = (time.time() if now is None else now) + wait
+    db.run(
+        lambda tx: tx.run(
+            "INSERT INTO holds (name, until) VALUES ('creates', ?) ON CONFLICT (name) "
+            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
+            (until,),
+        )
+    )
+
+
+def holding_creates(db: Database, now: float | None = None) -> float:
+    """Seconds the class's creates are still held back by upstream's rate limit (0: none)."""
+    row = db.run(lambda tx: tx.one("SELECT until FROM holds WHERE name = 'creates'"), write=False)
+    return max(0.0, row[0] - (time.time() if now is None else now)) if row else 0.0
+
+
+def clear_hold(db: Database) -> float:
+    """The teacher's word that upstream takes creates again: every process sends them at
+    once. The seconds the hold had left (0: there was none)."""
+    left = holding_creates(db)
+    db.run(lambda tx: tx.run("DELETE FROM holds WHERE name = 'creates'"))
+    return left
 
 
 @dataclass(frozen=True)
@@ -453,7 +483,10 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     now = time.time()
     if ended.ok:
         return move(db, task_id, "done", source=ENDING, settled_at=now)
-    error = str(ended.error or status.status.lower())[:500]
+    # kept as upstream wrote it, not as the client shows it on a terminal (pre-escaped,
+    # its escapes doubled in JSON): each surface makes it inert, JSON by its own escapes
+    said = None if says_nothing(body.get("error")) else readable(body["error"], ERROR_TEXT_KEYS)
+    error = str(said or ended.error or status.status.lower())[:500]
     cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
@@ -496,10 +529,11 @@ def tasks_of(
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its
 #: first task's, known once upstream answered that one), state, charged, and the state of
-#: the first task of a demo-cache answer, and the task's error
+#: the first task of a demo-cache answer, the task's error, and since when upstream
+#: answered only 404s and 410s for it (:func:`unanswered`)
 _TASK_FIELDS = (
     "t.id, t.endpoint, COALESCE(t.upstream_id, src.upstream_id), t.state, t.charged, "
-    "src.state, t.error"
+    "src.state, t.error, t.missing_since"
 )
 
 

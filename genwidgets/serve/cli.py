@@ -25,7 +25,7 @@ from .._config import DEMO_KEY, Secret
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError
-from .budgets import resolve_unknown, task_state, tasks_of
+from .budgets import clear_hold, holding_creates, resolve_unknown, task_state, tasks_of
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
@@ -152,6 +152,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     made.add_argument("--made", action="store_true", help="...upstream made it: stays charged")
     made.add_argument("--not-made", action="store_true", help="...it did not: released")
     commands.add_parser("usage", help="spend against budget per key", parents=[JSON_FLAG])
+    hold = commands.add_parser(
+        "hold",
+        help="show or clear the hold on creates after upstream's rate limit",
+        parents=[JSON_FLAG],
+    )
+    hold.add_argument(
+        "--clear",
+        action="store_true",
+        help="upstream takes creates again: every server process sends them at once",
+    )
 
 
 def _expiry(text: str | None) -> float | None:
@@ -330,6 +340,22 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+def _hold(db: Database, args: argparse.Namespace) -> int:
+    """``serve hold [--clear]``: upstream's rate limit on creates, held in the database
+    (every process of the class honours it), shown, or cleared by the teacher."""
+    left = clear_hold(db) if args.clear else holding_creates(db)
+    if not left:
+        text = "creates are not held back"
+    elif args.clear:
+        text = f"cleared: creates go upstream again ({left:.0f} s of the hold were left)"
+    else:
+        text = (
+            f"creates are held back for {left:.0f} s more (upstream's rate limit); "
+            "clear it with: serve hold --clear"
+        )
+    return say(args, {"held_seconds": 0.0 if args.clear else left, "cleared": args.clear}, text)
+
+
 def _upstream_key(upstream: str) -> Secret:
     if upstream == SIMULATOR:
         return Secret(DEMO_KEY)
@@ -377,6 +403,8 @@ def serve(args: argparse.Namespace) -> int:
             return 0
         if args.serve_command == "tasks":
             return _tasks(db, args)
+        if args.serve_command == "hold":
+            return _hold(db, args)
         if args.serve_command == "usage":
             report = usage(db)
             print(json.dumps(report, indent=2) if args.json else usage_csv(report), end="")

@@ -54,5 +54,3 @@ class ServeState:
         self.config = config
         self.limiter = RateLimiter(config.rate)
         self.gate = FairGate(config.upstream_rate, config.queue_wait)
-        #: monotonic time before which upstream said it is rate-limiting us (its 429)
-        self.upstream_free_at = 0.0

@@ -83,6 +83,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     # since when upstream has answered the sweep nothing but 404s and 410s for a task
     (2, ("ALTER TABLE tasks ADD COLUMN missing_since DOUBLE PRECISION",)),
+    # until when upstream's rate limit holds every process's creates back (a row per hold)
+    (3, ("CREATE TABLE holds (name TEXT PRIMARY KEY, until DOUBLE PRECISION NOT NULL)",)),
 )
 
 

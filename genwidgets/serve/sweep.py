@@ -1,9 +1,10 @@
 """The sweep: tasks nobody polls still end upstream, and must settle (a failed one gives
 its reservation back, a finished one frees its key's place among ``max_running``).
 
-Every ``sweep_every`` seconds each server process claims a few unfinished tasks not
-looked at lately (``checked_at``) and asks upstream for their status. Several processes
-may sweep one database: the claim is an update, and settling is idempotent.
+Every ``sweep_every`` seconds each server process claims the unfinished tasks not
+looked at lately (``checked_at``), a batch at a time while more are due, and asks
+upstream for their status. Several processes may sweep one database: the claim is an
+update, and settling is idempotent.
 """
 
 from __future__ import annotations
@@ -24,11 +25,17 @@ from .budgets import forgotten, heard, settle, unanswered, update_followers
 from .config import ServeState
 from .db import Database, Tx
 
-__all__ = ["claim", "sweep_once", "sweeping"]
+__all__ = ["BATCH", "MOST_PER_SWEEP", "claim", "sweep_once", "sweeping"]
 
 log = logging.getLogger("genwidgets.serve")
-#: tasks one sweep asks about, at most
+#: tasks one pass of a sweep claims, at most
 BATCH = 20
+#: tasks one sweep asks about, at most (passes of :data:`BATCH` while a pass was full)
+MOST_PER_SWEEP = 10 * BATCH
+#: seconds after which a sweep starts no other pass (the next sweep goes on)
+SWEEP_SECONDS = 30.0
+#: status requests a sweep has upstream at once
+ASKS_AT_ONCE = 4
 #: seconds after which a create still ``sending`` is taken as one whose process stopped
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
@@ -84,34 +91,52 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
 
 
 async def sweep_once(state: ServeState) -> int:
-    """Ask upstream about the claimed tasks and settle those that ended; how many did.
-    Only a status answer settles: an error answer (a 404 or 410 that is not upstream's
-    word, a 5xx, a 429) leaves the task as it is, asked again next time, as a poll does;
-    a stretch of nothing but 404s and 410s is bounded (:func:`~.budgets.unanswered`)."""
+    """Ask upstream about the due tasks and settle those that ended; how many did. A
+    sweep claims :data:`BATCH` tasks a pass, and passes again while a pass found a full
+    batch due, up to :data:`MOST_PER_SWEEP` tasks or :data:`SWEEP_SECONDS`, so its work
+    grows with the backlog: a class's steady creates never push an old task's re-check
+    back without bound (docs/decisions.md#serve-reservations). Upstream down ends the sweep."""
     config = state.config
-    ended = 0
-    db = config.database
-    for task_id, endpoint, upstream_id, task_state, missing_since in await run_in_threadpool(
-        claim, db, config.sweep_every
-    ):
-        try:
-            answer = await config.upstream.send(
+    started, ended, asked = time.time(), 0, 0
+    deadline = time.monotonic() + SWEEP_SECONDS
+    asking = asyncio.Semaphore(ASKS_AT_ONCE)
+    while asked < MOST_PER_SWEEP and time.monotonic() < deadline:
+        # one ``now`` for every pass: a task this sweep looked at is not due again in it
+        rows = await run_in_threadpool(claim, config.database, config.sweep_every, started)
+        outcomes = await asyncio.gather(*(_ask(state, row, asking) for row in rows))
+        ended += sum(outcome or 0 for outcome in outcomes)
+        asked += len(rows)
+        if None in outcomes or len(rows) < BATCH:  # upstream down, or nothing more due
+            break
+    return ended
+
+
+async def _ask(state: ServeState, row: tuple[Any, ...], asking: asyncio.Semaphore) -> int | None:
+    """Ask upstream about one claimed task and settle it if it ended: 1 if it did, 0 if
+    not, None when upstream could not be reached. Only a status answer settles: an
+    error answer (a 404 or 410 that is not upstream's word, a 5xx, a 429) leaves the
+    task as it is, asked again next time, as a poll does; a stretch of nothing but 404s
+    and 410s is bounded (:func:`~.budgets.unanswered`)."""
+    task_id, endpoint, upstream_id, task_state, missing_since = row
+    db = state.config.database
+    try:
+        async with asking:
+            answer = await state.config.upstream.send(
                 "GET", queue_url("", endpoint, upstream_id) + "/status"
             )
-        except ServeError:
-            return ended  # upstream down: try again next time
-        if answer.task_unknown:  # upstream no longer knows it: it holds no place now
-            await run_in_threadpool(forgotten, db, task_id)
-            continue
-        if answer.status in (404, 410):  # not upstream's word (a proxy's page?): kept
-            await run_in_threadpool(unanswered, db, task_id)
-            continue
-        if answer.status >= 400:  # an error body is no status: a JSend 404 said "error"
-            continue
-        if missing_since is not None:
-            await run_in_threadpool(heard, db, task_id)
-        ended += await run_in_threadpool(partial(settle, db, task_id, answer.body, seen=task_state))
-    return ended
+    except ServeError:
+        return None
+    if answer.task_unknown:  # upstream no longer knows it: it holds no place now
+        await run_in_threadpool(forgotten, db, task_id)
+        return 0
+    if answer.status in (404, 410):  # not upstream's word (a proxy's page?): kept
+        await run_in_threadpool(unanswered, db, task_id)
+        return 0
+    if answer.status >= 400:  # an error body is no status: a JSend 404 said "error"
+        return 0
+    if missing_since is not None:
+        await run_in_threadpool(heard, db, task_id)
+    return int(await run_in_threadpool(partial(settle, db, task_id, answer.body, seen=task_state)))
 
 
 def sweeping(state: ServeState) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:

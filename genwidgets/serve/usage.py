@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from functools import partial
 from typing import Any
 
@@ -26,6 +25,7 @@ from .._formats import spreadsheet_cell
 from .._html import Html, tag
 from ..protocol.refusals import bearer, gateway_error
 from .app import serve_state
+from .budgets import holding_creates
 from .db import CAPS_HELD, KINDS, Database, Tx, caps_and_held
 from .keys import KeyRecord, caps_shown, find_key, keys_where, to_units
 
@@ -124,7 +124,8 @@ _STYLE = Html(
 def usage_html(report: dict[str, Any], held_back: float = 0.0) -> str:
     """The admin page: per key, spent and reserved against each cap, and the task counts;
     per group, held against its caps (escaped text, no script); and, while upstream's
-    429 to a create holds this process's creates back, for how long still."""
+    429 to a create holds the class's creates back, for how long still and how the
+    teacher clears it."""
     keys = report["keys"]
     shown = [
         k
@@ -180,8 +181,10 @@ def usage_html(report: dict[str, Any], held_back: float = 0.0) -> str:
                 tag(
                     "p",
                     None,
-                    f"Upstream refused a create with a rate limit: this process sends no "
-                    f"create for {held_back:.0f} s more (students are told to wait as long).",
+                    f"Upstream refused a create with a rate limit: the class gateway sends no "
+                    f"create for {held_back:.0f} s more (students are told to wait as long). "
+                    "If upstream takes creates again sooner, clear it: ",
+                    tag("code", None, "genwidgets serve --database ... hold --clear"),
                 )
             ]
             if held_back > 0
@@ -210,6 +213,7 @@ async def admin(request: Request, form: str = "html") -> Response:
     if key is None or not key.admin or key.refusal():
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
     report = await run_in_threadpool(usage, state.config.database)
+    held_back = await run_in_threadpool(holding_creates, state.config.database)
     if form == "json":
         return JSONResponse(report)
     if form == "csv":
@@ -219,7 +223,7 @@ async def admin(request: Request, form: str = "html") -> Response:
             headers={"Content-Disposition": "attachment; filename=usage.csv"},
         )
     page = HTMLResponse(
-        usage_html(report, state.upstream_free_at - time.monotonic()),
+        usage_html(report, held_back),
         headers={
             "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
             "Cache-Control": "no-store",

@@ -223,10 +223,11 @@ def refuse_non_json(spec: FieldSpec, value: Any) -> None:
     """The catalog's :class:`PayloadError` for a value given to ``set`` that the JSON
     body cannot carry (bytes, an image, an object): a box would show its repr and send
     that text, or keep a value no view can print. Texts are left to validation (it says
-    a lone surrogate beside the field), local files to the media layer."""
+    a lone surrogate beside the field), and so are inf and nan (it says the field's
+    range there, Submit disabled); local files to the media layer."""
     if is_unset(value) or isinstance(value, (str, os.PathLike)):
         return
-    problems = unsendable({"": value})
+    problems = unsendable({"": value}, inf_and_nan=False)
     if problems:
         loc = field_loc(spec)
         raise PayloadError([{"loc": (*loc, *p["loc"][1:]), "msg": p["msg"]} for p in problems])

@@ -30,7 +30,15 @@ from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
 from .form import form, python_code
-from .grid_sheet import VideoEmbed, contact_sheet, in_doubt_words, save_html, state_words
+from .grid_sheet import (
+    CELL_OUTPUTS,
+    VideoEmbed,
+    contact_sheet,
+    in_doubt_words,
+    left_out,
+    save_html,
+    state_words,
+)
 from .lasting import picture_src
 from .render import source_of
 from .task import job_look
@@ -198,8 +206,9 @@ class Grid(CommandView):
         return self.run.cancel()
 
     def form(self, cell: GridCell | int) -> Any:
-        """The endpoint's form pre-filled with that cell's payload (tweak, submit)."""
-        target = self.run.cells[cell] if isinstance(cell, int) else cell
+        """The endpoint's form pre-filled with that cell's payload (tweak, submit);
+        ``cell`` is a cell or its number, 0 to n-1 (never counted from the end)."""
+        target = cell if isinstance(cell, GridCell) else self.run.cells[self._number(cell)]
         return form(self.endpoint, client=self.run.client, **target.payload)
 
     def save_png(self, path: str | Path) -> Path:
@@ -244,11 +253,19 @@ class Grid(CommandView):
     # anywidget commands (asked by ``static/ask.js``), each answered with
     # {"ok": true, ...} or {"error": ...} the page shows (docs/decisions.md#view-commands)
 
-    def _cell_index(self, msg: Mapping[str, Any]) -> int:
-        index, total = msg.get("index"), len(self.run.cells)
+    def _number(self, index: Any, name: str = "cell") -> int:
+        """``index`` if it is a cell number, 0 to n-1; else an IndexError saying what
+        is allowed (-1 is no cell: a typo must not take the last one)."""
+        total = len(self.run.cells)
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < total:
-            raise Asked(f"index must be a cell number 0-{total - 1}, not {index!r}")
+            raise IndexError(f"{name} must be a cell number 0-{total - 1}, not {index!r}")
         return index
+
+    def _cell_index(self, msg: Mapping[str, Any]) -> int:
+        try:
+            return self._number(msg.get("index"), "index")
+        except IndexError as exc:
+            raise Asked(str(exc)) from None
 
     @answers
     def _ask_rate(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -283,14 +300,15 @@ class Grid(CommandView):
 
     @answers
     def _ask_full(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The lightbox: a cell's full outputs and the request's code."""
+        """The lightbox: a cell's full outputs (the first :data:`CELL_OUTPUTS`, as a
+        saved page; ``more`` says how many others) and the request's code."""
         cell = self.run.cells[self._cell_index(msg)]
-        outputs = [_output_record(o, full=True) for o in cell.outputs]
+        outputs = [_output_record(o, full=True) for o in cell.outputs[:CELL_OUTPUTS]]
         code = {
             "python": python_code(cell.endpoint, cell.payload),
             "curl": curl_code(cell.endpoint, cell.payload),
         }
-        return {"outputs": outputs, "code": code}
+        return {"outputs": outputs, "more": left_out(cell), "code": code}
 
     @answers
     def _ask_thumbs(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,9 @@ Plain HTML (no widget state, no script) written by :mod:`.markup`: one table per
 value, each cell with its outputs, status, stars, note and request id, then the score
 margins. The sheet shows each cell's first output as :mod:`.lasting` keeps it (a
 sweep's combinations wrap like cards; docs/decisions.md#sheet-count); the page, a
-file that opens offline, embeds every output and carries the grid's description
-(docs/decisions.md#grid-export).
+file that opens offline, embeds each cell's outputs up to the client's own cap, reads
+from the gateway only within one bounded budget (:class:`~.lasting.ReadBudget`) and carries the
+grid's description (docs/decisions.md#grid-export).
 """
 
 from __future__ import annotations
@@ -20,19 +21,32 @@ from .._files import write_atomically
 from .._formats import short
 from .._html import safe_mime
 from .._palette import COLOURS
+from ..jobs.downloads import MAX_OUTPUTS
 from ..jobs.previews import preview_bytes
 from ..lab import export
 from ..lab.run import GridCell, GridRun, status_of
 from ..media.thumbnails import data_url, thumbnail
+from ..protocol.fetch import MAX_READ_BYTES
 from ..protocol.records import Output
 from . import markup
-from .lasting import MEDIA_KINDS, local_file, media_choice, output_html, safe_data_url
+from .lasting import (
+    MEDIA_KINDS,
+    ReadBudget,
+    local_file,
+    media_choice,
+    output_html,
+    safe_data_url,
+)
 
 __all__ = [
     "AUDIO_EMBED_BYTES",
+    "CELL_OUTPUTS",
+    "PAGE_READS",
+    "PAGE_READ_SECONDS",
     "VIDEO_EMBEDS",
     "VideoEmbed",
     "contact_sheet",
+    "left_out",
     "save_html",
     "sheet_side",
     "state_words",
@@ -49,6 +63,15 @@ BIG_SHEET_SIDE = 96
 VideoEmbed = Literal["poster", "preview", "full"]
 VIDEO_EMBEDS: tuple[str, ...] = get_args(VideoEmbed)
 AUDIO_EMBED_BYTES = 2 * 1024 * 1024
+#: The outputs of one cell a page embeds (and the lightbox shows): as many as the client
+#: downloads of one result (``jobs.downloads.MAX_OUTPUTS``); the others are counted.
+CELL_OUTPUTS = MAX_OUTPUTS
+#: The outputs one page reads from the gateway (those with no local copy and no bytes
+#: in hand), all cells together, each begun before one deadline of
+#: ``PAGE_READ_SECONDS``: a page is saved in seconds, never one file after another for
+#: minutes (docs/decisions.md#grid-export).
+PAGE_READS = 40
+PAGE_READ_SECONDS = 30.0
 
 
 def sheet_side(cells: int) -> int:
@@ -233,11 +256,39 @@ def _video_html(whole: str, local: Path, media_dir: Path, video: str) -> markup.
     return markup.join([shown, markup.page_note(f"{said}: ", _where(local, media_dir))])
 
 
-def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) -> markup.Html:
+def left_out(cell: GridCell) -> str | None:
+    """What a page or the lightbox says of a cell's outputs past :data:`CELL_OUTPUTS`
+    (None when there are none), and where they all are."""
+    more = len(cell.outputs) - CELL_OUTPUTS
+    if more <= 0:
+        return None
+    return (
+        f"{more} more output{'s' if more != 1 else ''} not shown: at most {CELL_OUTPUTS} of "
+        f"a cell are (as many as the client downloads of one result); "
+        f"grid.cells[{cell.index}].outputs lists all {len(cell.outputs)}"
+    )
+
+
+def _output_bytes(output: Output, reads: ReadBudget) -> bytes | str:
+    """The bytes at hand (the local copy, as :meth:`Output.read` checks it, inline, a
+    data URL), else read within ``reads``; the words saying why not when they cannot be
+    had."""
+    at_hand = output.in_hand() is not None or (output.url or "").startswith("data:")
+    network = not at_hand and local_file(output) is None
+    if network and (why := reads.refused()) is not None:
+        return f"{output.kind} not embedded: not downloaded, and {why}"
     try:
-        data = output.read()
+        return reads.read(output, MAX_READ_BYTES) if network else output.read(MAX_READ_BYTES)
     except Exception as exc:  # an expired URL: say so, link nothing
-        return markup.page_note(f"{output.kind} unavailable ({type(exc).__name__})")
+        return f"{output.kind} unavailable ({type(exc).__name__})"
+
+
+def _output_html(
+    output: Output, cell: GridCell, media_dir: Path, video: str, reads: ReadBudget
+) -> markup.Html:
+    data = _output_bytes(output, reads)
+    if isinstance(data, str):
+        return markup.page_note(data)
     if output.kind not in MEDIA_KINDS:
         return markup.page_note(short(data.decode("utf-8", "replace"), 400), element="pre")
     mime = safe_mime(output.content_type)
@@ -259,11 +310,15 @@ def _output_html(output: Output, cell: GridCell, media_dir: Path, video: str) ->
     return markup.page_note(said, _where(local, media_dir, link=url is not None))
 
 
-def _page_cell(cell: GridCell | None, media_dir: Path, video: str) -> markup.Html:
+def _page_cell(
+    cell: GridCell | None, media_dir: Path, video: str, reads: ReadBudget
+) -> markup.Html:
     if cell is None:
         return markup.empty_cell(style=None)
+    shown = [_output_html(o, cell, media_dir, video, reads) for o in cell.outputs[:CELL_OUTPUTS]]
+    more = left_out(cell)
     return markup.page_cell(
-        markup.join(_output_html(o, cell, media_dir, video) for o in cell.outputs),
+        markup.join([*shown, markup.page_note(more) if more is not None else None]),
         index=cell.index,
         status=status_of(cell),
         rating=cell.rating,
@@ -279,16 +334,19 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     Images and audio are embedded; each video as ``video``: ``"preview"`` (a short,
     small, silent clip that plays, at most 300 KB), ``"poster"`` (its first frame) or
     ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
-    inline are named, never embedded."""
+    inline are named, never embedded. A cell's outputs past :data:`CELL_OUTPUTS` are
+    counted, not embedded; those not downloaded are read from the gateway within one
+    :class:`~.lasting.ReadBudget` budget, the rest said not embedded."""
     if video not in VIDEO_EMBEDS:
         raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
+    reads = ReadBudget(PAGE_READS, PAGE_READ_SECONDS)
     tables = _tables_html(
         run,
         export.margins(run),
-        lambda cell: _page_cell(cell, media_dir, video),
+        lambda cell: _page_cell(cell, media_dir, video, reads),
         named=False,
         y_width=80,
         look=markup.PAGE_LOOK,

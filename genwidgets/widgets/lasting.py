@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -29,10 +30,13 @@ from .markup import Html, table_html
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
+    "FACE_READS",
+    "FACE_READ_SECONDS",
     "MEDIA_KINDS",
     "POSTER_SIDE",
     "TEXT_BUDGET",
     "VIDEO_BUDGET",
+    "ReadBudget",
     "caption_text",
     "content_html",
     "error_banner",
@@ -75,7 +79,43 @@ TEXT_LIMIT = 200_000
 #: in mind; the outputs past it are listed with how to read them (:func:`within_text_budget`).
 TEXT_BUDGET = 400_000
 MEDIA_KINDS = frozenset({"image", "video", "audio"})
+#: The JSON and text outputs one face with ``fetch`` reads from a gateway, each begun
+#: before one deadline: a result listing thousands is not read one file after another
+#: (the others are linked; docs/decisions.md#grid-page-reads).
+FACE_READS = 20
+FACE_READ_SECONDS = 30.0
 T = TypeVar("T")
+
+
+class ReadBudget:
+    """The reads one face or page makes from a gateway: at most ``reads``, each begun
+    before one deadline ``seconds`` from now (a read ends within its own download
+    deadline), none after one failed (an expired URL or a gateway away: the next would
+    fail too, each after its timeout)."""
+
+    def __init__(self, reads: int, seconds: float) -> None:
+        self.reads, self.seconds, self.left = reads, seconds, reads
+        self.deadline = time.monotonic() + seconds
+        self.failed = False
+
+    def refused(self) -> str | None:
+        """Why no more reads are made; None while one may be."""
+        if self.failed:
+            return "a read from the gateway failed before it: no more are made"
+        if self.left <= 0:
+            return f"at most {self.reads} outputs are read from the gateway"
+        if time.monotonic() >= self.deadline:
+            return f"outputs are read from the gateway for at most {self.seconds:g} s"
+        return None
+
+    def read(self, output: Output, max_bytes: int) -> bytes:
+        """The output's bytes, one read of the budget (ask :meth:`refused` first)."""
+        self.left -= 1
+        try:
+            return output.read(max_bytes)
+        except Exception:
+            self.failed = True
+            raise
 
 
 def media_choice(media: str | None = None) -> str:
@@ -243,14 +283,21 @@ def content_html(output: Output, data: bytes) -> Html:
     return markup.text_block(text[:TEXT_LIMIT] + cut)
 
 
-def _content(output: Output, fetch: bool) -> Html | None:
+def _content(output: Output, reads: ReadBudget | None) -> Html | None:
     data = in_hand(output, EMBED_LIMIT)
-    if data is None and fetch and _remote(output) is not None:
+    if data is None and reads is not None and _remote(output) is not None:
+        if reads.refused() is not None:  # past the face's budget: linked below
+            return None
         try:
-            data = output.read(EMBED_LIMIT)  # never more than is embedded
+            data = reads.read(output, EMBED_LIMIT)  # never more than is embedded
         except Exception:  # a dead URL, a body over the limit: shown as a link below
             data = None
     return content_html(output, data) if data is not None else None
+
+
+def face_reads(fetch: bool) -> ReadBudget | None:
+    """One face's budget of reads (:data:`FACE_READS`), None without ``fetch``."""
+    return ReadBudget(FACE_READS, FACE_READ_SECONDS) if fetch else None
 
 
 def _missing(output: Output) -> str:
@@ -268,10 +315,12 @@ def output_html(
     fetch: bool = False,
     caption: bool = True,
     side: int = THUMB_SIDE,
+    reads: ReadBudget | None = None,
 ) -> Html:
     """One output's lasting face (see the module docstring); ``fetch`` allows reading
-    JSON or text from a gateway's URL (never on a view's write path); ``side``: an
-    image's thumbnail's longest side."""
+    JSON or text from a gateway's URL (never on a view's write path), within ``reads``
+    (the face's budget; its own when not given); ``side``: an image's thumbnail's
+    longest side."""
     media = media_choice(media)
     mime = safe_mime(output.content_type)
     if mime is None:
@@ -287,7 +336,8 @@ def output_html(
     elif kind == "audio":
         body = _audio_html(output, mime)
     elif kind in ("json", "text"):
-        body = _content(output, fetch) or _download_html(output)
+        budget = reads if reads is not None or not fetch else face_reads(fetch)
+        body = _content(output, budget) or _download_html(output)
     else:
         body = _download_html(output)
     if body is None:
@@ -382,12 +432,14 @@ def outputs_html(
 ) -> Html:
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons. Text and
-    JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:func:`within_text_budget`)."""
+    JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:func:`within_text_budget`);
+    with ``fetch``, at most :data:`FACE_READS` of them read from a gateway."""
     media = media_choice(media)
     heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
     heads += [None] * (len(outputs) - len(heads))
+    reads = face_reads(fetch)  # one budget for all of them
     drawn = [
-        (output, (head, output_html(output, media=media, fetch=fetch)))
+        (output, (head, output_html(output, media=media, fetch=fetch, reads=reads)))
         for output, head in zip(outputs, heads, strict=False)
     ]
     cells, listing = within_text_budget(drawn, lambda cell: cell[1])

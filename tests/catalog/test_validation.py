@@ -115,6 +115,43 @@ def test_inf_and_nan_are_refused_at_validation_naming_the_field_and_range(
     assert error["msg"] == f"{says}{bad} (JSON has no inf or nan)"
 
 
+@pytest.mark.parametrize(("given", "read_as"), [("inf", "inf"), ("nan", "nan"), ("1e999", "inf")])
+def test_inf_or_nan_written_as_text_in_a_number_list_is_refused_at_validation_naming_the_item(
+    given: str, read_as: str
+) -> None:
+    """pydantic reads the text as a float: the model held inf, refused only by the encoder
+    at send with no place named (review-7 fault 8)."""
+    area = {"width": 500, "height": 500, "points": [0, 0, given, 0, 5, 5]}
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("imgM-inpaint", {**_INPAINT, "area": area})
+    assert info.value.errors == [
+        {
+            "loc": ("area", "points", 2),
+            "msg": f"must be a finite number; got {given!r}, read as {read_as} "
+            "(JSON has no inf or nan)",
+        }
+    ]
+
+
+def test_many_inf_and_nan_do_not_stop_the_scan_for_values_json_cannot_carry() -> None:
+    """Twenty NaNs (a wide row of empty cells) ended the scan: a generator after them went
+    to pydantic, which consumed it (review-7 fault 4). It is refused untouched."""
+    taken: list[int] = []
+
+    def numbers() -> Any:
+        for i in range(1000):
+            taken.append(i)
+            yield i
+
+    empty_cells = {f"col{i}": float("nan") for i in range(25)}
+    area = {"width": 500, "height": 500, "points": numbers()}
+    with pytest.raises(PayloadError) as info:
+        catalog.validate("imgM-inpaint", {**_INPAINT, "area": area, **empty_cells})
+    said = {e["loc"]: e["msg"] for e in info.value.errors}
+    assert said[("area", "points")].startswith("a generator is not JSON data")
+    assert taken == []
+
+
 def test_inf_in_a_ranged_number_is_said_with_its_range_and_an_unknown_fields_not_sent_as_null() -> (
     None
 ):

@@ -312,6 +312,34 @@ def test_rate_limited_carries_retry_after() -> None:
     assert isinstance(exc, errors.RateLimited) and exc.retry_after == 7.0
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "limited"),
+    [
+        (429, None, True),
+        (429, {"detail": "Too many requests"}, True),
+        (503, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, "request_id": "e"}, True),
+        (200, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, "request_id": "e"}, True),
+        (400, {"code": "RATE_LIMIT_EXCEEDED", "message": "m"}, True),
+        (200, {"code": "RATE_LIMIT_EXCEEDED"}, False),  # not the error shape: no refusal
+        (200, {"status": "FAILED", "error": {"code": "RATE_LIMIT_EXCEEDED"}}, False),
+        (503, {"error": {"code": "SERVICE_UNAVAILABLE", "message": "m"}}, False),
+        (503, None, False),
+    ],
+)
+def test_one_rule_says_a_rate_limit_for_the_client_and_the_class_gateway(
+    status: int, body: Any, limited: bool
+) -> None:
+    """The client and the class gateway each had their own reader of a rate limit (the
+    gateway's ignored a top-level code and a task's own error); both read by
+    :func:`~genwidgets.protocol.records.says_rate_limited`, and the client's gate
+    closes by the same answer."""
+    from genwidgets.protocol.records import says_rate_limited
+
+    assert says_rate_limited(status, body) is limited
+    answer = error(status, body) if body is not None else httpx.Response(status)
+    assert http._says_rate_limited(Answer.of(answer)) is limited
+
+
 def test_key_echoed_by_a_gateway_is_redacted() -> None:
     exc = http.error_from_response(error(400, {"detail": f"bad key {KEY} / Bearer {KEY}"}))
     assert KEY not in str(exc) and KEY not in repr(exc.args)

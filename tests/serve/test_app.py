@@ -5,6 +5,7 @@ bad input typed, and nothing billed for a create that never reached upstream."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -22,7 +23,7 @@ from serve_helpers import TEACHER_KEY, Class, wait_for
 
 import genwidgets as gw
 from genwidgets.cli import main
-from genwidgets.errors import GatewayError, RequestNotFound, ServeError
+from genwidgets.errors import GatewayError, OutcomeUnknown, RequestNotFound, ServeError
 from genwidgets.protocol.body import Answer
 from genwidgets.protocol.http import is_refusal
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
@@ -782,7 +783,8 @@ def test_a_task_upstream_forgot_in_its_word_stays_forgotten_through_a_routers_40
     assert states == ["unknown", "unknown"] and taken
 
 
-@pytest.mark.parametrize(
+#: upstream saying a task is gone in words other than its "Request not found"
+gone_in_other_words = pytest.mark.parametrize(
     "gone",
     [
         (404, "application/json", b'{"detail": "Not found."}'),
@@ -790,6 +792,9 @@ def test_a_task_upstream_forgot_in_its_word_stays_forgotten_through_a_routers_40
     ],
     ids=["replicate-like", "410-expired"],
 )
+
+
+@gone_in_other_words
 def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: tuple[int, str, bytes]
 ) -> None:
@@ -950,7 +955,7 @@ def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
         assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 60
         admin = add_key(db, "teacher", {}, admin=True)
         page = api.get("/admin", headers={"Authorization": f"Bearer {admin}"})
-        assert "this process sends no create for" in page.text  # the teacher sees why
+        assert "sends no create for" in page.text  # the teacher sees why
     assert [t["state"] for t in tasks_of(db)] == ["refused"]  # the held-back one: never made
 
 
@@ -1082,3 +1087,165 @@ def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
     else:
         assert sent[0].status_code == 200 and status.json()["status"] == "COMPLETED"
         assert swept == states == {"first": ("done", True), "other": ("done", False)}
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_the_teacher_clears_upstreams_hold_on_creates_in_every_process(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    store: str,
+) -> None:
+    """An upstream 429 with ``Retry-After: 600`` held creates back for ten minutes, and
+    only a restart ended it, process by process. The hold is the class's (in the
+    database): a second server on it holds back too (two in this process on SQLite, two
+    ``genwidgets serve`` processes on PostgreSQL), the admin page says how to clear it,
+    and ``serve hold --clear`` lets every one send again at once."""
+    RefusingUpstream.create, RefusingUpstream.poll = (429, {"detail": "Slow down"}, "600"), None
+    upstream_server = LoopbackServer(RefusingUpstream)
+    url = (
+        str(tmp_path / "class.db") if store == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    db = Database(url)
+    db.migrate()
+    token, admin = add_key(db, "alice", {"tasks": 5}), add_key(db, "teacher", {}, admin=True)
+    try:
+        with contextlib.ExitStack() as running, httpx.Client(timeout=60) as api:
+            if store == "sqlite":
+                servers = [
+                    running.enter_context(
+                        ClassServer(
+                            ServeConfig(
+                                upstream=Upstream(upstream_server.base, TEACHER_KEY),
+                                database=Database(url),
+                                sweep_every=0,
+                            )
+                        )
+                    ).base_url
+                    for _ in "ab"
+                ]
+            else:
+                start = request.getfixturevalue("serve_processes")
+                servers = [start(upstream_server.base, url, "--rate", "0").base_url for _ in "ab"]
+            api.headers["Authorization"] = f"Bearer {token}"
+            assert api.post(f"{servers[0]}/v1/queue/{IMAGE}", json=ONE).status_code == 429
+            RefusingUpstream.create = None  # upstream takes creates again
+            for server in servers:
+                held = api.post(f"{server}/v1/queue/{IMAGE}", json=ONE)
+                assert held.status_code == 429 and int(held.headers["retry-after"]) > 60
+            admin_page = {"Authorization": f"Bearer {admin}"}
+            assert "hold --clear" in api.get(f"{servers[1]}/admin", headers=admin_page).text
+            assert main(["serve", "--database", url, "hold", "--json"]) == 0
+            assert json.loads(capsys.readouterr().out)["held_seconds"] > 60
+            assert main(["serve", "--database", url, "hold", "--clear"]) == 0
+            assert "cleared" in capsys.readouterr().out
+            made = [api.post(f"{s}/v1/queue/{IMAGE}", json=ONE) for s in servers]
+            page = api.get(f"{servers[0]}/admin", headers=admin_page)
+    finally:
+        upstream_server.close()
+        db.close()
+    assert [answer.status_code for answer in made] == [200, 200]
+    assert "hold --clear" not in page.text
+
+
+@gone_in_other_words
+def test_a_stretch_of_404s_to_a_students_polls_is_bounded_without_a_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: tuple[int, str, bytes]
+) -> None:
+    """With ``sweep_every=0`` only the sweep counted a stretch of 404s: a task its
+    student polled, answered nothing but 404s not in upstream's words, held its key's
+    place for ever. A poll counts by the sweep's rule: a status answer starts the
+    stretch anew, and only 404s and 410s for ``LOST_AFTER`` (0 here: from the second
+    such poll on) make it ``unknown``, still reserved."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
+    ForgetfulUpstream.answer = RUNNING
+    upstream_server = LoopbackServer(ForgetfulUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    states: list[str] = []
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            handle = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json()
+            for answer in (gone, RUNNING, gone, ROUTER_404):
+                ForgetfulUpstream.answer = answer
+                api.get(handle["status_url"])
+                states.append(tasks_of(db)[0]["state"])
+            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code
+    finally:
+        upstream_server.close()
+    assert states == ["open", "open", "open", "unknown"] and taken == 200
+    task = tasks_of(db)[-1]
+    assert task["charged"] and "only 404 or 410" in task["error"]
+
+
+def test_a_failed_tasks_error_is_escaped_once_in_tasks_json(
+    refusing: tuple[str, Database], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tasks --json`` showed an upstream error as the client shows it on a terminal,
+    pre-escaped (``\\x1b``), then escaped again by JSON (``\\\\x1b``). The error is kept
+    as upstream wrote it and JSON's own escapes make it inert: read back, it is the
+    text upstream sent."""
+    base, db = refusing
+    text = "\x1b[31mno GPU\u202e left\\n"
+    RefusingUpstream.poll = (200, {"request_id": "r1", "status": "FAILED", "error": text}, None)
+    token = add_key(db, "alice", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        assert api.get(handle["status_url"]).status_code == 200
+    assert main(["serve", "--database", db.url, "tasks", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out  # inert on a terminal
+    assert "\\\\x1b" not in out and "\\u001b" in out  # escaped once, by JSON
+    [task] = json.loads(out)["tasks"]
+    assert (task["state"], task["error"]) == ("failed", text)
+
+
+def test_our_own_failures_carry_no_request_id_a_client_could_take_for_a_task(
+    refusing: tuple[str, Database],
+) -> None:
+    """A create answered 503 by upstream is an outcome unknown: our 502 carried a fresh
+    ``request_id`` beside its error, which a reader could take for a made task's. It
+    carries none (its message names our task), and a student's client takes it as what
+    it is: an outcome unknown, never a handle, never retried."""
+    answer, task = create_answered(refusing, 503, "SERVICE_UNAVAILABLE")
+    assert answer.status_code == 502 and "request_id" not in answer.json()
+    assert task["id"] in answer.json()["error"]["message"]
+    base, db = refusing
+    token = add_key(db, "bob", {"tasks": 2})
+    with (
+        gw.Client(base_url=base, api_key=token, ledger=False) as client,
+        pytest.raises(OutcomeUnknown, match="a task may exist"),
+    ):
+        client.submit(IMAGE, ONE)
+
+
+def test_one_sweep_reaches_every_due_task_when_a_class_creates_many(tmp_path: Path) -> None:
+    """A sweep asked about 20 tasks at most: with a class making 20 or more creates per
+    sweep, the re-checks of an old task grew apart without bound. A sweep passes again
+    while a pass found a full batch due: three batches' worth are all asked in one."""
+    from genwidgets.serve.sweep import BATCH
+
+    ForgetfulUpstream.answer = RUNNING
+    upstream_server = LoopbackServer(ForgetfulUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    add_key(db, "alice", {})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    for i in range(3 * BATCH):
+        task_id = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+        budgets.move(db, task_id, "open", upstream_id=f"u{i}")
+    upstream = Upstream(upstream_server.base, TEACHER_KEY)
+    config = ServeConfig(upstream=upstream, database=db, sweep_every=5.0)
+    try:
+        asyncio.run(sweep_once(ServeState(config)))
+    finally:
+        upstream_server.close()
+    checked = db.run(lambda tx: tx.rows("SELECT checked_at FROM tasks"))
+    assert len(checked) == 3 * BATCH and all(row[0] is not None for row in checked)

@@ -4,6 +4,7 @@ and on PostgreSQL; released for failed tasks, kept for cancelled and unknown one
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -352,3 +353,23 @@ def test_the_sweep_reaches_a_task_it_looked_at_while_new_ones_keep_coming(db: Da
             break
     assert looked_at in claimed
     assert set(new) & set(claimed)  # and new ones are still reached
+
+
+def test_upstreams_hold_on_creates_is_the_classs_and_the_teacher_clears_it(
+    db: Database,
+) -> None:
+    """Upstream's rate limit on creates held back only the process that met it, in its
+    memory, until a restart. It is kept in the database: another process (another
+    handle) sees it, a shorter one never shortens it, and clearing it ends it for all."""
+    from genwidgets.serve.budgets import clear_hold, hold_creates, holding_creates
+
+    other, now = Database(db.url), time.time()
+    try:
+        assert holding_creates(other) == 0.0
+        hold_creates(db, 600.0, now=now)
+        hold_creates(other, 5.0, now=now)
+        assert holding_creates(other, now=now + 100) == pytest.approx(500.0)
+        assert holding_creates(db, now=now + 700) == 0.0  # it ends by itself too
+        assert clear_hold(other) > 0 and holding_creates(db) == 0.0
+    finally:
+        other.close()

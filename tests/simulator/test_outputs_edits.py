@@ -540,3 +540,55 @@ def test_an_input_picture_past_the_decoders_cap_fails_its_task_naming_field_and_
     result = run(endpoint, payload(huge_png))
     assert result["error_type"] == "runtime_error" and not result["outputs"]
     assert result["error"].startswith(f"Runtime execution failed: {said}"), result["error"]
+
+
+def _encoded_url(image: Image.Image, fmt: str, **options: Any) -> str:
+    buf = io.BytesIO()
+    image.save(buf, fmt, **options)
+    mime = "image/png" if fmt == "PNG" else "image/jpeg"
+    return f"data:{mime};base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "picture", "payload", "said"),
+    [
+        (  # a camera's JPEG, which Pillow reads as MPO: a jpeg, as the client calls it
+            "imgQ-edit-plus",
+            lambda: _encoded_url(
+                Image.new("L", (8000, 6000)),
+                "MPO",
+                save_all=True,
+                append_images=[Image.new("L", (80, 60))],
+            ),
+            lambda url: {"prompt": "a kite", "images": [url]},
+            "images.0: the picture is 8000 × 6000 pixels; the simulator decodes input "
+            "pictures of at most 40,000,000 pixels",
+        ),
+        (  # past Pillow's own cap (2 x 178,956,970 pixels): its sides read from its header
+            "vidA-2-0",
+            lambda: _encoded_url(Image.new("1", (20000, 20000)), "PNG"),
+            lambda url: {
+                "content": [
+                    {"type": "text", "text": "a kite"},
+                    {"type": "image_url", "image_url": {"url": url}, "role": "first_frame"},
+                ]
+            },
+            "content.1.image_url.url: image is 20000x20000 px; vidA-2-0 needs width and "
+            "height strictly between 300 and 6000 px",
+        ),
+    ],
+    ids=["mpo", "past-pillows-cap"],
+)
+def test_an_input_picture_past_the_cap_is_judged_by_its_real_format_and_header_sides(
+    run: Run,
+    endpoint: str,
+    picture: Callable[[], str],
+    payload: Callable[[str], dict[str, Any]],
+    said: str,
+) -> None:
+    """An MPO was failed as 'image format is mpo', a format no field names; a picture past
+    Pillow's own cap had no sides, so the endpoint's limit went unnamed and the task said
+    the service may take it (review-7 faults 6 and 7)."""
+    result = run(endpoint, payload(picture()))
+    assert result["error_type"] == "runtime_error" and not result["outputs"]
+    assert result["error"].startswith(f"Runtime execution failed: {said}"), result["error"]

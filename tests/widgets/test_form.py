@@ -758,6 +758,19 @@ class Word(str, enum.Enum):
     KITE = "a kite"
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_a_form_given_inf_or_nan_is_built_and_says_the_fields_range(bad: float) -> None:
+    """inf and nan are left to validation, which says the field's range beside it: the form
+    raised 'must be a finite number' with no range while it was built (review-7 fault 5)."""
+    client = RecordingClient()
+    form = gw.form("imgM_pan", client=client, jobId="j", imageNo=0, direction=1, scale=bad)
+    assert form.check() == [{"loc": ("scale",), "msg": f"must be 1.1-3; got {bad}"}]
+    assert html.escape(f"must be 1.1-3; got {bad}") in notes_under(form.fields["scale"])
+    assert form.submit_button.disabled
+    form.submit_button.click()
+    assert client.calls == []
+
+
 @pytest.mark.parametrize(
     "value",
     [

@@ -481,6 +481,20 @@ def test_a_bad_ask_from_the_page_is_answered_with_what_is_allowed(client: gw.Cli
 
 
 @ON_THE_SIMULATOR
+def test_grid_form_takes_a_cell_number_and_says_which_ones_there_are(client: gw.Client) -> None:
+    """``grid.form(i)`` takes the cell numbers 0 to n-1 as the page's asks do: a number
+    past the last, a negative one (never the last cell counted from the end) or a bool
+    is an IndexError saying what is allowed."""
+    grid = table(client, confirm_above=1)  # waits for its Submit: nothing is sent
+    assert grid.form(5).value["seed"] == grid.cells[5].payload["seed"]
+    for index in (6, 99, -1, True):
+        with pytest.raises(IndexError, match=rf"^cell must be a cell number 0-5, not {index!r}$"):
+            grid.form(index)
+    assert not grid.run.started
+    grid.close()
+
+
+@ON_THE_SIMULATOR
 def test_the_expected_finish_of_running_cells_is_shown() -> None:
     fake = ForecastClient()
     before = time.time()

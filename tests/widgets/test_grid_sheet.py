@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import FileHost, files_gateway
 from widgets.taskfakes import DisplayRecorder, ask, wait_for
 
 import genwidgets as gw
 from genwidgets.lab.export import score_text
 from genwidgets.simulator import SimulatorServer
-from genwidgets.widgets import faces
-from genwidgets.widgets.grid_sheet import contact_sheet
+from genwidgets.widgets import faces, grid_sheet
+from genwidgets.widgets.grid_sheet import CELL_OUTPUTS, contact_sheet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -165,3 +166,79 @@ def test_a_big_sheet_takes_smaller_thumbnails() -> None:
     from genwidgets.widgets.grid_sheet import sheet_side
 
     assert [sheet_side(n) for n in (1, 16, 17, 36, 37, 400)] == [256, 256, 160, 160, 96, 96]
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FileHost, str]]:
+    """A loopback gateway (its address) whose results list ``host.outputs`` images each;
+    ``host.asked`` counts the files read from it."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    host = FileHost()
+    server = files_gateway(host)
+    yield host, server.base
+    server.close()
+
+
+def finished_grid(base: str, seeds: list[int], *, download: bool = True) -> gw.Grid:
+    client = gw.Client(base_url=base, api_key="k-demo", download=download)
+    grid = gw.grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", seeds), client=client
+    )
+    return grid.wait(timeout=60)
+
+
+def test_a_page_holds_a_cells_outputs_up_to_the_clients_cap_and_counts_the_rest(
+    files: tuple[FileHost, str], tmp_path: Path
+) -> None:
+    """A result listing more outputs than the client downloads: the page embeds those it
+    downloaded and reads none of the rest from the gateway (it once read every one, in
+    series: minutes); it and the lightbox say how many more there are."""
+    host, base = files
+    host.outputs = CELL_OUTPUTS + 30
+    grid = finished_grid(base, [1])
+    assert host.asked == CELL_OUTPUTS  # the client's own cap
+    page = grid.save_html(tmp_path / "page.html").read_text()
+    assert host.asked == CELL_OUTPUTS
+    assert page.count("data:image/png") == CELL_OUTPUTS
+    assert f"30 more outputs not shown: at most {CELL_OUTPUTS} of a cell are" in page
+    assert f"grid.cells[0].outputs lists all {CELL_OUTPUTS + 30}" in page
+    lightbox = ask(grid, "_ask_full", {"index": 0})
+    assert len(lightbox["outputs"]) == CELL_OUTPUTS
+    assert lightbox["more"].startswith("30 more outputs not shown")
+    grid.close()
+
+
+def test_the_outputs_a_page_reads_from_the_gateway_are_bounded_in_count_and_time(
+    files: tuple[FileHost, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outputs not downloaded are read for the page within one budget for all its cells:
+    at most PAGE_READS of them, none past its deadline, none after one failed; each
+    other output says why it is not embedded. (The live grid reads each cell's first
+    image for its thumbnail, in the background: those bytes are in hand.)"""
+    host, base = files
+    host.outputs = 3
+    grid = finished_grid(base, [1, 2], download=False)  # 6 outputs, none downloaded
+    firsts = [cell.outputs[0] for cell in grid.cells]
+    assert wait_for(lambda: all(o.in_hand() is not None for o in firsts), 10)  # thumbnails
+    assert host.asked == 2
+    monkeypatch.setattr(grid_sheet, "PAGE_READS", 3)
+    page = grid.save_html(tmp_path / "counted.html").read_text()
+    assert host.asked == 2 + 3 and page.count("data:image/png") == 5
+    said = "image not embedded: not downloaded, and at most 3 outputs are read from the"
+    assert page.count(said) == 1
+
+    monkeypatch.setattr(grid_sheet, "PAGE_READ_SECONDS", 0.0)  # its deadline already past
+    page = grid.save_html(tmp_path / "late.html").read_text()
+    assert host.asked == 5 and page.count("data:image/png") == 5  # those read are kept
+    assert page.count("outputs are read from the gateway for at most 0 s") == 1
+
+    monkeypatch.setattr(grid_sheet, "PAGE_READ_SECONDS", 30.0)
+    host.answer = 404  # expired: the first read fails, no other is tried
+    fresh = finished_grid(base, [1, 2], download=False)
+    assert wait_for(lambda: host.asked == 5 + 2, 10)  # its thumbnails, failed
+    page = fresh.save_html(tmp_path / "expired.html").read_text()
+    assert host.asked == 5 + 2 + 1 and "data:image/png" not in page
+    assert page.count("image unavailable (DownloadError)") == 1
+    assert page.count("a read from the gateway failed before it: no more are made") == 5
+    grid.close()
+    fresh.close()

@@ -16,8 +16,10 @@ from PIL import Image
 
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
+from genwidgets.widgets import lasting
 from genwidgets.widgets.lasting import (
     AUDIO_LIMIT,
+    FACE_READS,
     VIDEO_BUDGET,
     content_html,
     output_html,
@@ -152,6 +154,44 @@ def test_nothing_is_fetched_and_a_dead_loopback_url_is_named_not_used() -> None:
     )
     assert '<img class="gw-thumb" src="https://cdn.example/0.png"' in output_html(remote)
     assert fetched == []  # a gateway's URL is shown while it answers, never downloaded
+
+
+def test_a_face_that_fetches_reads_at_most_its_budget_of_outputs_and_links_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A result listing many JSON outputs on a gateway's URLs: its face (``fetch``, as
+    ``gw.render`` asks) reads FACE_READS of them and links the others; one read that
+    fails ends the reads, and a deadline past reads none."""
+    fetched: list[str] = []
+    answer: list[Exception] = []
+
+    def fetch(url: str, max_bytes: int) -> bytes:
+        fetched.append(url)
+        if answer:
+            raise answer[0]
+        return b'{"face_id": "f-1"}'
+
+    def listed(count: int) -> list[Output]:
+        return [
+            Output.from_entry(
+                {"url": f"https://cdn.example/{i}.json", "content_type": "application/json"},
+                index=i,
+                source=OutputFiles(fetch),
+            )
+            for i in range(count)
+        ]
+
+    html = outputs_html(listed(FACE_READS + 30), fetch=True)
+    assert len(fetched) == FACE_READS and html.count(">face_id</th>") == FACE_READS
+    assert 'href="https://cdn.example/49.json"' in html  # the others are linked
+    fetched.clear()
+    answer.append(OSError("gone"))
+    outputs_html(listed(5), fetch=True)
+    assert len(fetched) == 1
+    answer.clear()
+    monkeypatch.setattr(lasting, "FACE_READ_SECONDS", 0.0)
+    fetched.clear()
+    assert "cdn.example/0.json" in outputs_html(listed(5), fetch=True) and fetched == []
 
 
 def test_json_text_and_inline_content_are_laid_out() -> None:

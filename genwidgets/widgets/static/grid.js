@@ -339,7 +339,7 @@ function render({ model, el }) {
       fullErrors.delete(index);
       ask("_ask_full", { index }).then((reply) => {
         if (reply.error) fullErrors.set(index, reply.error);
-        else full.set(index, { outputs: reply.outputs || [], code: reply.code || {} });
+        else full.set(index, { outputs: reply.outputs || [], more: reply.more, code: reply.code || {} });
         if (openIndex === index) drawBox();
       });
     }
@@ -364,6 +364,7 @@ function render({ model, el }) {
       const node = media(output, { controls: true });
       outputs.append(node || make("pre", "gw-grid-text", output.text || output.kind));
     }
+    if (fetched && fetched.more) outputs.append(make("span", "gw-grid-status", fetched.more));
     panel.append(outputs);
     if (cell.error) panel.append(make("div", "gw-grid-error", cell.error));
     panel.append(make("div", "gw-grid-meta", "request id: " + (cell.request_id || "not sent")));

@@ -419,6 +419,36 @@ def test_a_batchs_create_whose_intent_the_full_home_cannot_keep_is_not_sent(
         assert [r.state for r in led.tagged([tag])] == ["not_created"]
 
 
+@pytest.mark.timeout(60)
+def test_the_tasks_of_held_intents_are_read_by_their_tags_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creates that left with their intents kept beside a full ledger: a rerun in this
+    process (``Batch.reconcile`` reads ``tagged``) read "no intent", so "never sent",
+    and sent them again. It reads what the held writes say: made, may have left, or
+    not created; the same as the file says once it takes them."""
+    tags = [f"batch b row {i} attempt 1" for i in range(3)]
+    with (
+        Ledger(tmp_path / "ledger.sqlite3") as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        led.writes.record_handle(leave(led, tags[0]), handle("made"))
+        leave(led, tags[1])  # it left; its answer was lost
+        refused = leave(led, tags[2])
+        led.writes.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+
+        def read() -> list[tuple[str | None, str | None, str]]:
+            return sorted((r.tag, r.request_id, r.state) for r in led.tagged(tags))
+
+        expected = [(tags[0], "made", "submitted"), (tags[1], None, "submitting")]
+        assert read() == [*expected, (tags[2], None, "not_created")]
+        full[0] = False
+        assert led.flush(30)
+        assert read() == [*expected, (tags[2], None, "not_created")]
+
+
 def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -229,6 +229,11 @@ class WriteQueue:
         thread = self._thread
         return thread is not None and thread.was_kept(note)
 
+    def notes(self) -> list[Note]:
+        """The notes of the writes not applied yet, in order (this process's)."""
+        thread = self.thread
+        return [] if thread is None else thread.notes()
+
     @property
     def pending(self) -> int:
         """Writes queued or being applied (not yet on disk)."""
@@ -296,8 +301,10 @@ class _Thread(threading.Thread):
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
         self.keeper: threading.Thread | None = None
-        #: callers of :meth:`WriteQueue.safe` waiting for a note, under ``kept_lock``
+        #: callers of :meth:`WriteQueue.safe` waiting for a note, and the notes among
+        #: ``kept`` whose append is not done yet; both under ``kept_lock``
         self.safe_waiters: list[tuple[Note, concurrent.futures.Future[bool]]] = []
+        self.appending: list[Note] = []
         self.ended = False  # its last job done: the keeper ends too
         self.start()
 
@@ -319,7 +326,8 @@ class _Thread(threading.Thread):
     def when_safe(self, note: Note) -> concurrent.futures.Future[bool]:
         """See :meth:`WriteQueue.safe`."""
         with self.kept_lock:
-            if any(kept is note for kept in self.kept):
+            appending = any(kept is note for kept in self.appending)
+            if not appending and any(kept is note for kept in self.kept):
                 return _settled(True)
             if self.ended or self.left or all(n is not note for n in self.notes()):
                 return _settled(False)  # no longer queued: its caller saw how it ended
@@ -372,9 +380,13 @@ class _Thread(threading.Thread):
                 continue
             with self.kept_lock:  # first: its write may look for a copy recorded meanwhile
                 self.kept += waiting
-            if not keep_held(waiting):  # the disk is full too: tried again, and at exit
-                with self.kept_lock:
+                self.appending = waiting
+            kept = keep_held(waiting)
+            with self.kept_lock:
+                self.appending = []
+                if not kept:  # the disk is full too: tried again, and at exit
                     self.kept = [k for k in self.kept if all(k is not n for n in waiting)]
+            if not kept:
                 self.tell_safe(waiting, False)
                 self.noted.wait(FAULT_PAUSE)
             else:

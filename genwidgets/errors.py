@@ -170,8 +170,10 @@ class RateLimited(GatewayError):
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
         self.retry_after = retry_after
-        if retry_after is not None:
-            message = f"{message} (retry after {retry_after:.1f} s)"
+        if retry_after is not None and retry_after >= 0:  # nan is no wait to say
+            # words a person reads: 1e308 was 309 digits, inf "inf s"
+            wait = f"{retry_after:.1f} s" if retry_after <= 86_400 else "more than a day"
+            message = f"{message} (retry after {wait})"
         super().__init__(message, **kw)
 
 

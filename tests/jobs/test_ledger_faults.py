@@ -1426,3 +1426,31 @@ def test_the_history_command_under_a_lock_that_keeps_readers_out_shows_the_pendi
     said = capsys.readouterr()
     assert "only the pending notes are shown" in said.err and "locked by another" in said.err
     assert "pending notes" in said.out and " paid " in said.out
+
+
+def test_a_ledger_in_a_folder_that_cannot_be_written_promises_no_file_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Explorer (pipes) defect 5: on a read-only home the warning said the created tasks
+    were kept in ``ledger.sqlite3.pending.jsonl``, in the very folder that cannot be
+    written; it says so instead, and that each is named in a warning at exit."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    path = folder / "ledger.sqlite3"
+    led = Ledger(path, intent_wait=30)
+    undo_file = _make_unwritable(path)
+    undo_folder = _make_unwritable(folder)
+    try:
+        with pytest.warns(LedgerWarning, match="cannot be written now") as caught:
+            led.writes.record_handle(
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={}),
+                handle("paid"),
+            )
+    finally:
+        undo_folder()
+        undo_file()
+    with pytest.warns(LedgerWarning, match="can be written again"):  # kept, then written
+        led.close()
+    said = str(caught[0].message)
+    assert "pending.jsonl" not in said
+    assert "Its folder cannot be written either, so nothing is kept beside it" in said

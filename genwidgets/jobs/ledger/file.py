@@ -702,15 +702,23 @@ class LedgerFile:
             self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
+                kept = (
+                    f"The created tasks are also kept in {self.pending_path} as they come "
+                    "(unless that disk is full too), for the next genwidgets to record if "
+                    "this process ends first, and each is named in a warning at exit."
+                )
+                if not os.access(self.pending_path.parent, os.W_OK):  # a read-only home
+                    kept = (
+                        "Its folder cannot be written either, so nothing is kept beside it: "
+                        "if this process ends first, each created task is named in a "
+                        "warning at exit."
+                    )
                 self._notice(
                     f"genwidgets: the task ledger {self.path} cannot be written now "
                     f"({self.unwritable}). New tasks, their statuses and results are kept in "
                     "this process, in order, and written there as soon as it can be written "
                     f"(tried every {FAULT_PAUSE:g} s and at each new write); keep this kernel "
-                    "running until then. Free disk space or make the file writable. The "
-                    f"created tasks are also kept in {self.pending_path} as they come (unless "
-                    "that disk is full too), for the next genwidgets to record if this "
-                    "process ends first, and each is named in a warning at exit."
+                    f"running until then. Free disk space or make the file writable. {kept}"
                 )
             return "keep"
         self._checked_at_fault = False  # another fault: the next is checked again

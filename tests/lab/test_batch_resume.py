@@ -152,6 +152,39 @@ def test_a_batch_whose_home_fills_while_its_creates_leave_makes_each_row_once_wh
 
 
 @pytest.mark.slow
+def test_a_batch_run_on_a_full_home_waits_unsent_and_the_next_run_sends_each_row_once(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The ledger and its pending notes cannot be written (a full disk): no create
+    leaves; each row waits, saying why, and the batch pauses; the next run sends each
+    row once."""
+    from genwidgets.jobs.ledger import writer
+    from genwidgets.jobs.ledger.file import LedgerFile
+
+    sim = make_simulator()
+    with (
+        gw.Client(sim.base_url, KEY) as client,
+        pytest.MonkeyPatch.context() as disk,
+        warnings.catch_warnings(),
+    ):
+        disk.setattr(writer, "immediate", on_a_full_disk)
+        disk.setattr(LedgerFile, "keep_pending", lambda _self, _notes: "No space left")
+        warnings.simplefilter("ignore", gw.LedgerWarning)
+        full = gw.batch(T2I, ROWS[:3], TEMPLATE, out=tmp_path / "o", client=client, id="full")
+        full.wait(timeout=120, progress="none")
+        assert [r.status for r in full.rows] == ["waiting"] * 3
+        said = full.rows[0].error or ""
+        assert said.startswith("not sent: the home could not record its intent first"), said
+        assert "disk is full" in said and "nothing was paid" in said
+        assert "the home could not record its intent first" in (full.stopped or "")
+        assert full.paused and created(sim) == 0
+    with gw.Client(sim.base_url, KEY) as client:
+        again = gw.batch(T2I, ROWS[:3], TEMPLATE, client=client, id="full").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done"] * 3
+    assert created(sim) == 3  # each row once
+
+
+@pytest.mark.slow
 def test_a_row_refused_for_the_rate_limit_then_created_is_re_attached_not_sent_again(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

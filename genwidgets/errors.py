@@ -21,10 +21,10 @@
     ├── TaskFailed                          COMPLETED with error; .result
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
-    ├── LedgerError                         the ledger cannot be used; NotRecorded: create not sent
+    ├── LedgerError                         the task ledger file cannot be used
+    │   └── NotRecorded                     a batch's create not sent: the home cannot record it
     ├── SimulatorStartError (also RuntimeError)   the local simulator did not start
     └── ServeError                          the class gateway refused or failed; .status .code
-
     GenwidgetsWarning (UserWarning)
     ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
     ├── IneffectiveFieldWarning             a field the service ignores in this combination

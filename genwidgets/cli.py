@@ -243,11 +243,16 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
         print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
     listed = {(row.endpoint, row.request_id) for row in rows}
-    for endpoint, rid, at in client.ledger.left_pending():  # not in the file yet (a lock)
+    held = client.ledger.left_pending(client.gateway_name)  # not in the file yet (a lock)
+    for endpoint, rid, at, pid, host in held:
         if (endpoint, rid) not in listed and args.endpoint in (None, endpoint) and not args.status:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
             shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
-            print(f"{when}  {shown} (left by a process that ended: recorded at the next write)")
+            by = terminal_text(f"process {pid} on {host}")
+            print(
+                f"{when}  {shown} (held by {by}: it may still be running; recorded at its "
+                "next write or the next open)"
+            )
     if busy:
         said = f"only the pending notes are shown: {busy}"
         return say_error("history", said, EXIT_NOT_DONE, as_json=False)

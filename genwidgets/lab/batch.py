@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 import time
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from ..errors import (
     ClientClosed,
     GatewayError,
     GenwidgetsError,
+    LedgerError,
+    LedgerWarning,
     ModelNotAllowed,
     NoAnswer,
     NotRecorded,
@@ -299,6 +302,24 @@ class Batch:
                 with self.lock:
                     self._pending[:0] = pending
                 raise
+
+    def flush_when_it_can(self) -> None:
+        """Flush while a stored run is re-opened: a store that cannot be written now (a
+        full or read-only home, a lock held past its wait) keeps the changes queued for a
+        later flush and is said once, as a :class:`LedgerWarning`, so the run is still
+        shown, its ratings read and exported from what is stored
+        (decisions#ledger-locked-resume)."""
+        try:
+            self.flush()
+        except LedgerError as exc:
+            if self.problem is None:
+                warnings.warn(
+                    f"genwidgets: {self.noun} {self.id} is shown from its store, which "
+                    f"cannot be written now ({exc}); its changes are written once it can be",
+                    LedgerWarning,
+                    stacklevel=4,
+                )
+            self.problem, self.dirty = f"store not written: {exc}", True
 
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now (a row another
@@ -894,7 +915,7 @@ class Batch:
         if unanswered:
             self.reconcile(unanswered)
         self.attach_all(attach)
-        self.flush()
+        self.flush_when_it_can()
 
     # ------------------------------------------------------------------ the API
 
@@ -966,7 +987,7 @@ class Batch:
                 self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         while not self.ended.empty():  # no finisher yet: this is the one taker
             self._finish_one(self.rows[self.ended.get_nowait()])
-        self.flush()
+        self.flush_when_it_can()
         self._ensure_finisher()
 
     def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> Self:

@@ -295,9 +295,10 @@ class _Thread(threading.Thread):
         self.wake = threading.Event()
         #: its writes were handed to ``left_behind``: it gives up every one it still has
         self.left = False
-        #: the notes ``keep_held`` has on disk, until their writes are applied; the
-        #: thread keeping them (started with the first note) and what wakes it
-        self.kept: list[Note] = []
+        #: the notes ``keep_held`` has on disk, by ``id`` until their writes are applied
+        #: (held here, so no other note takes the id meanwhile); the thread keeping them
+        #: (started with the first note) and what wakes it
+        self.kept: dict[int, Note] = {}
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
         self.keeper: threading.Thread | None = None
@@ -309,8 +310,9 @@ class _Thread(threading.Thread):
         self.start()
 
     def holding(self) -> bool:
-        """Whether the write being applied has waited longer than :data:`STALL` (a lock
-        held elsewhere) or is kept (the file cannot be written)."""
+        """Whether the write being applied (or the idle work: the writes behind it wait
+        as long) has waited longer than :data:`STALL` (a lock held elsewhere) or is kept
+        (the file cannot be written)."""
         since = self.writing_since
         return (
             self.busy_since is not None
@@ -321,13 +323,13 @@ class _Thread(threading.Thread):
     def was_kept(self, note: Note) -> bool:
         """Whether ``note`` itself (not an equal one) is among those kept."""
         with self.kept_lock:
-            return any(kept is note for kept in self.kept)
+            return self.kept.get(id(note)) is note
 
     def when_safe(self, note: Note) -> concurrent.futures.Future[bool]:
         """See :meth:`WriteQueue.safe`."""
         with self.kept_lock:
             appending = any(kept is note for kept in self.appending)
-            if not appending and any(kept is note for kept in self.kept):
+            if not appending and self.kept.get(id(note)) is note:
                 return _settled(True)
             if self.ended or self.left or all(n is not note for n in self.notes()):
                 return _settled(False)  # no longer queued: its caller saw how it ended
@@ -371,21 +373,26 @@ class _Thread(threading.Thread):
     def _keep_while_held(self, keep_held: Callable[[list[Note]], bool]) -> None:
         while not self.ended and not self.left:
             self.noted.clear()
-            waiting = [note for note in self.notes() if not self.was_kept(note)]
+            # one look, under the lock the writer takes to drop an applied note: a note
+            # applied meanwhile is not seen, so never left in kept
+            with self.kept_lock:
+                waiting = [note for note in self.notes() if id(note) not in self.kept]
+                held = bool(waiting) and self.holding()
+                if held:  # first: its write may look for a copy recorded meanwhile
+                    self.kept.update((id(note), note) for note in waiting)
+                    self.appending = waiting  # not safe until the append ends
             if not waiting:
                 self.noted.wait()
                 continue
-            if not self.holding():
+            if not held:
                 self.noted.wait(STALL / 2)  # applied in a few ms, as a rule
                 continue
-            with self.kept_lock:  # first: its write may look for a copy recorded meanwhile
-                self.kept += waiting
-                self.appending = waiting
             kept = keep_held(waiting)
             with self.kept_lock:
                 self.appending = []
                 if not kept:  # the disk is full too: tried again, and at exit
-                    self.kept = [k for k in self.kept if all(k is not n for n in waiting)]
+                    for note in waiting:
+                        self.kept.pop(id(note), None)
             if not kept:
                 self.tell_safe(waiting, False)
                 self.noted.wait(FAULT_PAUSE)
@@ -431,11 +438,16 @@ class _Thread(threading.Thread):
                 item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
+            if item is not _NOTHING and item is not None:
+                self.writing_note = item[2]  # taken: the keeper sees it while the idle work runs
             if time.monotonic() >= next_idle:  # on time however busy the queue is
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
-                if idle is not None:
+                if idle is not None:  # a lock it meets holds the writes behind it too
+                    self.writing_since = time.monotonic()
                     self._apply(idle, None, keep=False)
+            if item is _NOTHING or item is None:
+                self.writing_since = None
             if item is _NOTHING:
                 continue
             if item is None:
@@ -445,15 +457,18 @@ class _Thread(threading.Thread):
                 self.noted.set()
                 return
             op, future, self.writing_note = item
-            self.writing_since = time.monotonic()
+            if self.writing_since is None:  # else held since the idle work met the lock
+                self.writing_since = time.monotonic()
             applied = False
             try:
                 applied = self._apply(op, future)
             finally:
-                note, self.writing_since, self.writing_note = self.writing_note, None, None
+                with self.kept_lock:  # with the keeper's look (see _keep_held)
+                    note, self.writing_note = self.writing_note, None
+                    if note is not None:
+                        self.kept.pop(id(note), None)
+                self.writing_since = None
                 if note is not None:
-                    with self.kept_lock:
-                        self.kept = [k for k in self.kept if k is not note]
                     self.tell_safe([note], applied)
                 self.jobs.task_done()
 

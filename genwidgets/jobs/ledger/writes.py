@@ -165,6 +165,10 @@ class LedgerWrites:
         self._clock = clock
         self._key = str(file.path.resolve())
         self._ids: dict[int, int] = {}  # intent ticket -> row id
+        #: rows of this process (``submitted_at``, endpoint -> id) up to ``_looked_upto``,
+        #: for its kept intents another process may have recorded (see :meth:`_recorded`)
+        self._recorded_rows: dict[tuple[float, str], int] = {}
+        self._looked_upto = 0
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
@@ -307,19 +311,8 @@ class LedgerWrites:
         def insert(conn: sqlite3.Connection) -> int:
             # held and kept beside the file, it may be there already: another process
             # records kept notes as this one's (docs/decisions.md#ledger-left-behind)
-            found = (
-                self._queue.kept(note)
-                and conn.execute(
-                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
-                    "AND endpoint = ?",
-                    (HOST, os.getpid(), now, endpoint),
-                ).fetchone()
-            )
-            row_id = (
-                found[0]
-                if found
-                else _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
-            )
+            found = self._queue.kept(note) and self._recorded(conn, now, endpoint)
+            row_id = found or _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
             return int(row_id)
@@ -327,6 +320,19 @@ class LedgerWrites:
         writer_stalled = self._queue.stalled
         future = self._queue.put(insert, note=note)
         return ticket, future, 0.0 if writer_stalled else self.intent_wait, note
+
+    def _recorded(self, conn: sqlite3.Connection, at: float, endpoint: str) -> int | None:
+        """The row of this process's intent made at ``at`` on ``endpoint``, if another
+        process recorded it from the kept notes. Each row is looked at once (ids only
+        grow: AUTOINCREMENT), so a batch of held intents drains in linear time, not one
+        scan of the table each. On the writer's thread only."""
+        for row_id, submitted_at, row_endpoint in conn.execute(
+            "SELECT id, submitted_at, endpoint FROM tasks WHERE id > ? AND host = ? AND pid = ?",
+            (self._looked_upto, HOST, os.getpid()),
+        ):
+            self._recorded_rows[(submitted_at, row_endpoint)] = row_id
+        (self._looked_upto,) = conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()
+        return self._recorded_rows.get((at, endpoint))
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
         """The create request answered with a task handle: the task exists, and this

@@ -163,9 +163,9 @@ def test_a_batch_run_on_a_full_home_waits_unsent_and_the_next_run_sends_each_row
 
     sim = make_simulator()
     with (
+        warnings.catch_warnings(),  # its close, once space is back, says so
         gw.Client(sim.base_url, KEY) as client,
         pytest.MonkeyPatch.context() as disk,
-        warnings.catch_warnings(),
     ):
         disk.setattr(writer, "immediate", on_a_full_disk)
         disk.setattr(LedgerFile, "keep_pending", lambda _self, _notes: "No space left")

@@ -37,6 +37,7 @@ from .errors import (
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
+    NotRecorded,
     NotSupported,
     OutcomeUnknown,
     PayloadError,
@@ -71,11 +72,12 @@ log = logging.getLogger("genwidgets")
 T = TypeVar("T")
 
 #: Failures of a create request that certainly created no task: nothing left
-#: (``Unreachable``, ``ClientClosed``), or the gateway said no (any 4xx, below).
+#: (``Unreachable``, ``ClientClosed``, ``NotRecorded``), or the gateway said no (any 4xx).
 _CREATED_NOTHING = (
     PayloadError,
     Unreachable,
     ClientClosed,
+    NotRecorded,
     Unauthorized,
     RateLimited,
     EndpointNotFound,
@@ -836,13 +838,16 @@ class Client:
 
     async def _intent_as_it_leaves(self, prepared: PreparedRequest, tag: str | None) -> int | None:
         """:meth:`_record_intent` for a create of :meth:`send_many`, on the engine as the
-        request goes on the wire (docs/decisions.md#one-batch-sender)."""
+        request goes on the wire (docs/decisions.md#one-batch-sender). A tagged one whose
+        intent cannot be kept raises ``NotRecorded``: it does not leave."""
         if self.ledger is None:
             return None
         try:
             return await self.ledger.writes.record_intent_as_it_leaves(
                 **self._intent(prepared, tag)
             )
+        except NotRecorded:
+            raise
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
@@ -1163,7 +1168,11 @@ class Client:
                 batch.leave()
             answered = CREATES_IN_FLIGHT.leave(self, prepared.endpoint)
             if late and row is None:
-                row = await self._intent_as_it_leaves(prepared, tag)
+                try:
+                    row = await self._intent_as_it_leaves(prepared, tag)
+                except NotRecorded as exc:  # it stays off the wire: nothing made
+                    made_nothing(exc)
+                    raise
                 if batch is not None:  # stopped while its intent was written: it never leaves
                     batch.leave()
 

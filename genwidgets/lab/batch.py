@@ -32,6 +32,7 @@ from ..errors import (
     LedgerWarning,
     ModelNotAllowed,
     NoAnswer,
+    NotRecorded,
     OutcomeUnknown,
     PayloadError,
     RateLimited,
@@ -127,6 +128,8 @@ def not_sent_for(refused: Exception) -> str | None:
         return "the gateway could not be reached"
     if isinstance(refused, ClientClosed):
         return "its client was closed before it left"
+    if isinstance(refused, NotRecorded):
+        return "the home could not record its intent first"
     if isinstance(refused, (Unauthorized, ModelNotAllowed)) or (
         isinstance(refused, GatewayError) and refused.status_code == 403
     ):
@@ -754,9 +757,11 @@ class Batch:
     def reconcile(self, rows: Sequence[BatchRow]) -> None:
         """Settle rows reserved whose create's answer was not seen, by what the ledger
         kept under their tags, the one reading of an unanswered create (grids' too): a
-        task made is followed; a create that certainly made nothing (or whose intent never
-        reached disk) waits again; any other is ``unknown``, never sent again. A row
-        reserved before the ledger took tags (``meta.tags_since``) cannot be told apart."""
+        task made is followed; a create that certainly made nothing (or has no intent: it
+        never left, as a tagged create leaves only once its intent is kept,
+        docs/decisions.md#ledger-intent) waits again; any other is ``unknown``, never sent
+        again. A row reserved before the ledger took tags (``meta.tags_since``) cannot be
+        told apart."""
         ledger = self.client.ledger
         found: dict[str, list[LedgerRow]] = {}
         since = 0.0
@@ -791,7 +796,7 @@ class Batch:
                     row.error = unknown.format(
                         f"its create may have left and no answer was kept ({left[0]})"
                     )
-                else:  # its intent never reached disk, or it surely made nothing
+                else:  # no intent (so its create never left), or it surely made nothing
                     self.update(row, WAITING, release=True)
                     continue
                 self.update(row, UNKNOWN)

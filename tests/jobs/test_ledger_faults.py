@@ -3,6 +3,7 @@ an immutable file, and two kernels sharing tasks (issue 22 points 1-3)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -382,6 +383,129 @@ def test_a_full_disk_keeps_a_tasks_writes_in_order_until_space_comes_back(
             assert led.flush(30)
         found = led.get(GATEWAY, "during")
         assert found is not None and found.payload == {"n": 1} and found.status == "IN_PROGRESS"
+
+
+def leave(led: Ledger, tag: str | None) -> int:
+    """A create of ``send_many`` about to leave: its intent written as it does."""
+    intent = led.writes.record_intent_as_it_leaves(
+        gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1}, tag=tag
+    )
+    return asyncio.run(intent)
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_whose_intent_the_full_home_cannot_keep_is_not_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger and its pending notes on one full disk (intentdisk): a tagged create
+    (a batch's row, a grid's cell) left with no intent anywhere, so a rerun read "no
+    intent" as "never sent" and paid for it again. It does not leave now: NotRecorded,
+    and its row, once the disk frees, reads "not created". An untagged create leaves."""
+    from genwidgets.jobs.ledger.file import LedgerFile
+
+    monkeypatch.setattr(LedgerFile, "keep_pending", lambda _self, _notes: "No space left")
+    tag = "batch b row 0 attempt 1"
+    with (
+        Ledger(tmp_path / "ledger.sqlite3") as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        with pytest.raises(gw.NotRecorded, match="not sent: the home cannot record it") as e:
+            leave(led, tag)
+        assert "disk is full" in str(e.value) and "nothing was paid" in str(e.value)
+        assert leave(led, None) < 0  # untagged: it leaves with its ticket, as before
+        full[0] = False
+        assert led.flush(30)
+        assert [r.state for r in led.tagged([tag])] == ["not_created"]
+
+
+@pytest.mark.timeout(60)
+def test_the_tasks_of_held_intents_are_read_by_their_tags_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creates that left with their intents kept beside a full ledger: a rerun in this
+    process (``Batch.reconcile`` reads ``tagged``) read "no intent", so "never sent",
+    and sent them again. It reads what the held writes say: made, may have left, or
+    not created; the same as the file says once it takes them."""
+    tags = [f"batch b row {i} attempt 1" for i in range(3)]
+    with (
+        Ledger(tmp_path / "ledger.sqlite3") as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        led.writes.record_handle(leave(led, tags[0]), handle("made"))
+        leave(led, tags[1])  # it left; its answer was lost
+        refused = leave(led, tags[2])
+        led.writes.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+
+        def read() -> list[tuple[str | None, str | None, str]]:
+            return sorted((r.tag, r.request_id, r.state) for r in led.tagged(tags))
+
+        expected = [(tags[0], "made", "submitted"), (tags[1], None, "submitting")]
+        assert read() == [*expected, (tags[2], None, "not_created")]
+        full[0] = False
+        assert led.flush(30)
+        assert read() == [*expected, (tags[2], None, "not_created")]
+
+
+def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common path: the row is on disk within ``intent_wait``, so nothing more is
+    awaited (the keeper is never asked)."""
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    def never(_self: WriteQueue, _note: object) -> None:
+        raise AssertionError("a free file's intent waited for the keeper")
+
+    monkeypatch.setattr(WriteQueue, "safe", never)
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=30) as led:
+        row = leave(led, "batch b row 0 attempt 1")
+        assert row > 0 and led.row(row) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_a_batchs_create_leaves_once_its_intent_held_by_a_lock_is_kept_beside(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """Another process holds the ledger's lock: the tagged create leaves once its
+    intent's note is in the pending file, not before (and not after the lock)."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    with Ledger(path, intent_wait=0.05) as led:
+        lock = locked(path)
+        ticket = leave(led, "grid g cell 1 attempt 1")
+        assert ticket < 0 and lock.holding
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert [note["tag"] for note in notes] == ["grid g cell 1 attempt 1"]
+        lock.release()
+        assert led.flush(30)
+        assert [r.state for r in led.tagged(["grid g cell 1 attempt 1"])] == ["submitting"]
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_leaves_once_its_intent_held_by_a_full_disk_is_kept_beside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger cannot be written but its pending notes can: the tagged create leaves
+    once its intent's note is on disk there (a kill then loses nothing)."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    with (
+        Ledger(path) as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        assert leave(led, "grid g cell 3 attempt 1") < 0
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert [note["tag"] for note in notes] == ["grid g cell 3 attempt 1"]
+        full[0] = False
+        assert led.flush(30)
+        assert [r.state for r in led.tagged(["grid g cell 3 attempt 1"])] == ["submitting"]
 
 
 @pytest.mark.timeout(60)

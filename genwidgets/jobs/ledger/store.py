@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import difflib
 import json
 import logging
@@ -30,6 +31,7 @@ from .rows import (
     FINISHED,
     MAX_LIMIT,
     NOT_ANOTHER_KEYS,
+    NOT_CREATED,
     OK,
     OUTCOME_UNKNOWN,
     STATES,
@@ -532,7 +534,55 @@ class Ledger:
         for start in range(0, len(tags), TAGS_PER_QUERY):
             some = tuple(tags[start : start + TAGS_PER_QUERY])
             found += self._select(f"tag IN ({', '.join('?' * len(some))})", some, wait=False)
-        return sorted(found, key=lambda row: row.id)
+        found.sort(key=lambda row: row.id)
+        return self._with_held(found, set(tags)) if self._queue.pending else found
+
+    def _with_held(self, found: list[LedgerRow], tags: set[str]) -> list[LedgerRow]:
+        """``found`` and what this process's held writes (a lock, a full disk) say of
+        them: its intents of ``tags`` not on disk yet, as rows with their ticket for id,
+        and the handles and failures of theirs and of ``found``. A create that left with
+        its intent held is then never read as never sent by a rerun in this process
+        (docs/decisions.md#ledger-intent)."""
+        notes = self._queue.notes()
+        handles = {n["row"]: n for n in notes if "row" in n and "request_id" in n}
+        failed = {n["failed"]: n for n in notes if "failed" in n}
+
+        def settled(row: LedgerRow) -> LedgerRow:
+            if row.request_id is None and row.id in handles:
+                made = handles[row.id]["request_id"]
+                return dataclasses.replace(row, request_id=made, state=SUBMITTED)
+            if row.request_id is None and row.id in failed:
+                fail = failed[row.id]
+                state = NOT_CREATED if fail["created_nothing"] else OUTCOME_UNKNOWN
+                return dataclasses.replace(row, state=state, error=fail["error"])
+            return row
+
+        held = [
+            LedgerRow(
+                id=note["ticket"],
+                gateway=note["gateway"],
+                endpoint=note["endpoint"],
+                request_id=None,
+                state=SUBMITTING,
+                status=None,
+                queue_position=None,
+                payload=json.loads(note["payload"]),
+                submitted_at=note["at"],
+                updated_at=note["at"],
+                finished_at=None,
+                ok=None,
+                error=None,
+                error_type=None,
+                outputs=[],
+                pid=os.getpid(),
+                host=HOST,
+                tag=note["tag"],
+                key_fingerprint=note["key"],
+            )
+            for note in notes
+            if "ticket" in note and note.get("tag") in tags
+        ]
+        return [settled(row) for row in found + held]
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -30,6 +31,28 @@ def _outcome_read(sending: asyncio.Future[Any]) -> None:
         sending.exception()
 
 
+class _CallerStop(threading.Event):
+    """The ``stop`` of one async call that creates: set by the caller's cancel, and read
+    as set once the loop awaiting the call no longer runs. Ctrl-C out of
+    ``loop.run_until_complete`` (IPython's terminal autoawait) stops the loop without
+    cancelling the task, so no exception ever reaches it; the worker thread sees the loop
+    stopped instead (docs/decisions.md#a-cancelled-async-call)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop: asyncio.AbstractEventLoop | None = loop
+
+    def is_set(self) -> bool:
+        if self._loop is not None and not super().is_set() and not self._loop.is_running():
+            self.set()
+        return super().is_set()
+
+    def let_go(self) -> None:
+        """The caller stopped waiting without cancelling (``run``'s timeout ran out): the
+        create goes on, whatever becomes of the caller or its loop."""
+        self._loop = None
+
+
 class AsyncClient:
     """The same client for ``async`` code: Client's methods as coroutines, jobs as
     :class:`AsyncJob`, ``aclose()`` and ``async with``. Blocking calls run on its own
@@ -50,6 +73,23 @@ class AsyncClient:
         """``fn(*args, **kw)`` on this client's worker threads."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+
+    async def _creating(
+        self, fn: Callable[..., T], *args: Any, stop: _CallerStop | None = None, **kw: Any
+    ) -> T:
+        """``fn(*args, stop=stop, **kw)``, a call that creates tasks, as :meth:`_call`. A
+        cancel of the caller cannot reach the worker thread: the call's ``stop`` is set by
+        whatever ends the caller's wait (a cancel, Ctrl-C raised in the task) and read as
+        set once the caller's loop stops (Ctrl-C out of ``run_until_complete``), so no
+        create of the call leaves from then on (one already sent answers and is recorded)
+        (docs/decisions.md#a-cancelled-async-call)."""
+        if stop is None:
+            stop = _CallerStop(asyncio.get_running_loop())
+        try:
+            return await self._call(fn, *args, stop=stop, **kw)
+        except BaseException:  # its own failure too: the call is over, the stop is moot
+            stop.set()
+            raise
 
     def __repr__(self) -> str:
         return "<Async" + repr(self._client)[1:]
@@ -89,7 +129,7 @@ class AsyncClient:
         self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None
     ) -> AsyncJob:
         """As :meth:`Client.send`."""
-        job = await self._call(self._client.send, prepared, headers=headers)
+        job = await self._creating(self._client.send, prepared, headers=headers)
         return self._wrap(job)
 
     async def send_many(
@@ -100,7 +140,9 @@ class AsyncClient:
         on_sent: Callable[[int, AsyncJob | Exception], object] | None = None,
     ) -> list[AsyncJob | Exception]:
         """As :meth:`Client.send_many`; ``on_sent`` runs on one of this client's worker
-        threads (not the caller's loop), as each answer arrives."""
+        threads (not the caller's loop), as each answer arrives. Cancelled, it stops: the
+        creates not sent never leave, those in flight answer and are recorded
+        (``client.jobs``, ``history()``; docs/decisions.md#a-cancelled-async-call)."""
 
         def wrapped(outcome: Job | Exception) -> AsyncJob | Exception:
             return self._wrap(outcome) if isinstance(outcome, Job) else outcome
@@ -108,7 +150,7 @@ class AsyncClient:
         def tell(index: int, outcome: Job | Exception) -> object:
             return None if on_sent is None else on_sent(index, wrapped(outcome))
 
-        outcomes = await self._call(
+        outcomes = await self._creating(
             self._client.send_many, requests, concurrency=concurrency, on_sent=tell
         )
         return [wrapped(outcome) for outcome in outcomes]
@@ -155,13 +197,20 @@ class AsyncClient:
             return await (await self.send(prepared)).result()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        sending = asyncio.ensure_future(self.send(prepared))
+        stop = _CallerStop(loop)
+        # not _creating: a task of the caller's loop, which that loop's end would cancel
+        sending = asyncio.ensure_future(self._call(self._client.send, prepared, stop=stop))
         try:  # the shield is this wait's own: a timeout leaves the create be
             job = await wait_within(asyncio.shield(sending), timeout)
         except asyncio.TimeoutError:
+            stop.let_go()  # running out is not a cancel: the create goes on
             sending.add_done_callback(_outcome_read)  # its failure is the ledger's now
             raise create_unanswered(endpoint, timeout) from None
-        return await job.result(max(0.0, deadline - loop.time()))
+        except BaseException:  # the caller's cancel: a create not sent never is, from now
+            stop.set()
+            sending.cancel()
+            raise
+        return await self._wrap(job).result(max(0.0, deadline - loop.time()))
 
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""

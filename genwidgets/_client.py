@@ -37,6 +37,7 @@ from .errors import (
     LedgerError,
     LedgerWarning,
     ModelNotAllowed,
+    NotRecorded,
     NotSupported,
     OutcomeUnknown,
     PayloadError,
@@ -55,7 +56,7 @@ from .jobs.engine import (
     wait_future,
     wait_through_interrupts,
 )
-from .jobs.fanout import STOP_WAIT, Leaving, run_each
+from .jobs.fanout import HALTED, STOP_WAIT, Leaving, run_each
 from .jobs.job import Job, Recorder
 from .jobs.ledger import FINISHED, LEDGER_FILE_NAME, Ledger, LedgerRow, left_to_other_kernels
 from .jobs.output_files import gateway_outputs
@@ -71,11 +72,12 @@ log = logging.getLogger("genwidgets")
 T = TypeVar("T")
 
 #: Failures of a create request that certainly created no task: nothing left
-#: (``Unreachable``, ``ClientClosed``), or the gateway said no (any 4xx, below).
+#: (``Unreachable``, ``ClientClosed``, ``NotRecorded``), or the gateway said no (any 4xx).
 _CREATED_NOTHING = (
     PayloadError,
     Unreachable,
     ClientClosed,
+    NotRecorded,
     Unauthorized,
     RateLimited,
     EndpointNotFound,
@@ -296,12 +298,14 @@ class _CreateInFlight:
         engine: Engine,
         create: Callable[[Leaving], Coroutine[Any, Any, Job]],
         never_sent: Callable[[], None],
+        halt: threading.Event | None = None,
     ) -> None:
         self._engine = engine
         self._stop = asyncio.Event()  # set on the engine: Ctrl-C came, it may not leave
-        self._leaving = Leaving(0, self._stop, set())
+        self._leaving = Leaving(0, self._stop, set(), halt)  # halt: its caller's stop
         self._create = create(self._leaving)
         self._never_sent = never_sent
+        self._halt = halt
         self._lock = threading.Lock()  # began / abandoned: the engine's or the caller's
         self._task: asyncio.Future[Job] | None = None
         self._abandoned = False
@@ -316,7 +320,20 @@ class _CreateInFlight:
                 raise asyncio.CancelledError
             self._task = asyncio.ensure_future(self._create)
         self._task.add_done_callback(self._copy_outcome)
+        if self._halt is not None:
+            watching = asyncio.ensure_future(self._held_back_once_halted(self._task))
+            self._task.add_done_callback(lambda _: watching.cancel())
         return await asyncio.shield(self._task)
+
+    async def _held_back_once_halted(self, task: asyncio.Future[Job]) -> None:
+        """On the engine: once its caller's ``halt`` is set (seen within a quarter
+        second), a create still waiting to leave (the rate gate, a backoff) is cancelled
+        there and then, as at Ctrl-C, instead of holding its worker thread until the gate
+        opens only to be refused as it leaves; one on the wire answers."""
+        assert self._halt is not None
+        while not self._halt.is_set():
+            await asyncio.wait({task}, timeout=0.25)
+        await self._hold_back(task)
 
     def _copy_outcome(self, task: asyncio.Future[Job]) -> None:
         if task.cancelled():
@@ -667,20 +684,31 @@ class Client:
         """
         return prepare(endpoint, payload, validate=validate)
 
-    def send(self, prepared: PreparedRequest, *, headers: Mapping[str, str] | None = None) -> Job:
+    def send(
+        self,
+        prepared: PreparedRequest,
+        *,
+        headers: Mapping[str, str] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Job:
         """Create the task of a prepared request: its exact ``body``, not validated again.
 
         Ctrl-C while the create is in flight lets it answer (at most
         :data:`CREATE_ANSWER_GRACE` seconds), so a task the gateway made is recorded and
         followed, then raises ``KeyboardInterrupt`` saying whether a task exists and how
-        to follow it (docs/decisions.md#an-interrupted-submit)."""
-        return self._send(prepared, headers)
+        to follow it (docs/decisions.md#an-interrupted-submit). ``stop``, set from another
+        thread, keeps a create that has not left from ever leaving (``Unreachable``,
+        nothing sent); one already sent answers and is recorded
+        (docs/decisions.md#a-cancelled-async-call)."""
+        return self._send(prepared, headers, stop=stop)
 
     def _send(
         self,
         prepared: PreparedRequest,
         headers: Mapping[str, str] | None,
         within: float | None = None,
+        *,
+        stop: threading.Event | None = None,
     ) -> Job:
         """:meth:`send`, waiting at most ``within`` seconds for the create's answer (the
         deadline of :meth:`run`): past it the create goes on (never cut: its answer names
@@ -697,9 +725,14 @@ class Client:
             self._engine,
             lambda leaving: self._create(prepared, headers, row, batch=leaving),
             never_sent,
+            stop,
         )
         try:
             return self._engine.run(create.shielded(), within, cancel_on_timeout=False)
+        except concurrent.futures.CancelledError:
+            if stop is not None and stop.is_set():  # held back at the rate gate: never sent
+                raise Unreachable(HALTED) from None
+            raise
         except KeyboardInterrupt:
             raise KeyboardInterrupt(create.interrupted(prepared.endpoint)) from None
         except concurrent.futures.TimeoutError:
@@ -715,6 +748,7 @@ class Client:
         on_sent: Callable[[int, Job | Exception], object] | None = None,
         hold: Callable[[], bool] | None = None,
         tags: Sequence[str | None] | None = None,
+        stop: threading.Event | None = None,
     ) -> list[Job | Exception]:
         """Create the tasks of many prepared requests, at most ``concurrency`` at once,
         on the engine; one failed create never stops the others.
@@ -730,6 +764,11 @@ class Client:
         ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
         ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
         for (a batch's row and attempt), so a resume finds its task by it.
+        ``stop``, set from another thread (an :class:`AsyncClient`'s caller cancelled),
+        stops the rest as an interrupt does: from the moment it is set no create leaves;
+        those in flight answer (never cut), then ``concurrent.futures.CancelledError``
+        says what the call made
+        (docs/decisions.md#a-cancelled-async-call).
         """
         requests = list(requests)
         for prepared in requests:
@@ -765,14 +804,16 @@ class Client:
                 on_each=on_sent,
                 hold=hold,
                 answer_grace=CREATE_ANSWER_GRACE,
+                halt=stop,
             )
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, concurrent.futures.CancelledError) as stopping:
             follow = (
                 "this client goes on following them: client.jobs, client.job(endpoint, "
                 "request_id), or client.resume() after a restart"
             )
             said = creates_said(list(ended.values()), follow, never_sent=len(requests) - len(ended))
-            raise KeyboardInterrupt(f"interrupted; of {len(requests)} requests, {said}") from None
+            how = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "cancelled"
+            raise type(stopping)(f"{how}; of {len(requests)} requests, {said}") from None
 
     def submit(
         self,
@@ -797,13 +838,16 @@ class Client:
 
     async def _intent_as_it_leaves(self, prepared: PreparedRequest, tag: str | None) -> int | None:
         """:meth:`_record_intent` for a create of :meth:`send_many`, on the engine as the
-        request goes on the wire (docs/decisions.md#one-batch-sender)."""
+        request goes on the wire (docs/decisions.md#one-batch-sender). A tagged one whose
+        intent cannot be kept raises ``NotRecorded``: it does not leave."""
         if self.ledger is None:
             return None
         try:
             return await self.ledger.writes.record_intent_as_it_leaves(
                 **self._intent(prepared, tag)
             )
+        except NotRecorded:
+            raise
         except (LedgerError, OSError) as exc:
             log.warning("genwidgets: could not record the task intent: %s", exc)
             return None
@@ -1124,7 +1168,13 @@ class Client:
                 batch.leave()
             answered = CREATES_IN_FLIGHT.leave(self, prepared.endpoint)
             if late and row is None:
-                row = await self._intent_as_it_leaves(prepared, tag)
+                try:
+                    row = await self._intent_as_it_leaves(prepared, tag)
+                except NotRecorded as exc:  # it stays off the wire: nothing made
+                    made_nothing(exc)
+                    raise
+                if batch is not None:  # stopped while its intent was written: it never leaves
+                    batch.leave()
 
         def made_nothing(exc: BaseException) -> None:
             nonlocal row, answered

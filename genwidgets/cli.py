@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import contextlib
 import functools
 import io
@@ -41,9 +42,10 @@ from .errors import (
     RateLimited,
     ServerError,
     TaskTimeout,
+    Unreachable,
 )
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import Job, copies_pending_words, no_stop_hint
+from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_stop_hint
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
@@ -80,6 +82,11 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
+#: ``resume``'s wait with no ``--wait`` (seconds): it fetches what has finished and lists
+#: what still runs; a task its gateway keeps running held it for ever (a cron job piled up)
+RESUME_WAIT = 60.0
+#: seconds between two lines of a command still waiting, on stderr (docs/decisions.md#batch-cli)
+STILL_WAITING_EVERY = 30.0
 
 
 def _limit(text: str) -> int:
@@ -143,7 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser(
         "resume", help="re-attach unfinished tasks and wait for their results", parents=[JSON_FLAG]
     )
-    resume.add_argument("--wait", type=float, default=None, help="seconds to wait at most")
+    resume.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        help=f"seconds to wait at most (default {RESUME_WAIT:g}: the tasks still running "
+        "then are listed, and the next resume waits again)",
+    )
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
     resume.add_argument(
         "--recopy",
@@ -230,11 +243,16 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
         print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
     listed = {(row.endpoint, row.request_id) for row in rows}
-    for endpoint, rid, at in client.ledger.left_pending():  # not in the file yet (a lock)
+    held = client.ledger.left_pending(client.gateway_name)  # not in the file yet (a lock)
+    for endpoint, rid, at, pid, host in held:
         if (endpoint, rid) not in listed and args.endpoint in (None, endpoint) and not args.status:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
             shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
-            print(f"{when}  {shown} (left by a process that ended: recorded at the next write)")
+            by = terminal_text(f"process {pid} on {host}")
+            print(
+                f"{when}  {shown} (held by {by}: it may still be running; recorded at its "
+                "next write or the next open)"
+            )
     if busy:
         said = f"only the pending notes are shown: {busy}"
         return say_error("history", said, EXIT_NOT_DONE, as_json=False)
@@ -258,11 +276,7 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     job = client.job(endpoint, args.request_id)
     rid = job.request_id
     if args.command == "cancel":
-        now = job.status()
-        if now.done:
-            return _ended(args, endpoint, now.status)
-        job.cancel()
-        return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+        return _cancel(args, job, endpoint)
     if args.command == "status":
         try:  # one try, as result's last ask: an address that never answers costs one timeout
             status = job.status(retries=0)
@@ -332,6 +346,30 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
 
 
+def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
+    """``cancel``: the gateway's status asked once (``retries=0``, as ``status``), and the
+    cancel sent unless it says the task has ended. A status that fails or never answers
+    does not hold the cancel back: the task bills on meanwhile (the cancel was never
+    sent). A cancel the gateway did not take (:func:`~.jobs.job.kept_cancel`) is said,
+    exit 1: this process ends, so the same command sends it again.
+    docs/decisions.md#batch-cli."""
+    rid = job.request_id
+    try:
+        now = job.status(retries=0)
+        if now.done:
+            return _ended(args, endpoint, now.status)
+    except (NoAnswer, ServerError, RateLimited):
+        pass  # how the task stands is not known: a cancel is idempotent, send it
+    try:
+        job.cancel()
+    except CANCEL_KEPT:
+        sent, why = kept_cancel(job) or ("not taken", "")
+        out = {"request_id": rid, "cancel": sent, "error": why}
+        again = f"the task may still run: genwidgets cancel {rid} sends it again"
+        return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
+    return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+
+
 def _not_known_yet(
     args: argparse.Namespace, rid: str, exc: Exception, status: Status | None = None
 ) -> int:
@@ -343,7 +381,7 @@ def _not_known_yet(
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
     said = (
-        f"{rid}: outcome not known yet: the gateway did not answer in time ({exc}). "
+        f"{rid}: outcome not known yet: {_what_it_answered(exc)}. "
         f"The task may still run or be done; {again}"
     )
     if status is not None and status.done:
@@ -351,6 +389,18 @@ def _not_known_yet(
         word = terminal_text(status.status)
         said = f"{rid}: {word}; its result could not be fetched in time ({exc}); {again}"
     return say(args, out, said, EXIT_NOT_DONE)
+
+
+def _what_it_answered(exc: Exception) -> str:
+    """What the gateway did instead of saying a task's status: no answer in time is one
+    case only; a 500, a 429 or an unreadable answer came at once and is said as such."""
+    if isinstance(exc, Unreachable):
+        return f"the gateway could not be reached ({exc})"
+    if isinstance(exc, RateLimited):
+        return f"the gateway's rate limit refused the ask ({exc})"
+    if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read
+        return f"the gateway answered with a failure ({exc})"
+    return f"the gateway did not answer in time ({exc})"
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -381,25 +431,58 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
+@contextlib.contextmanager
+def _still_waiting(command: str, what: Callable[[], str]) -> Iterator[None]:
+    """While the block runs, a line on stderr every :data:`STILL_WAITING_EVERY` seconds:
+    what the command waits for (``what()``, asked at each line) and how long so far, so a
+    log shows a command held by a task its gateway keeps running, not a silence."""
+    started, stop = time.monotonic(), threading.Event()
+
+    def tell() -> None:
+        while not stop.wait(STILL_WAITING_EVERY):
+            so_far = time.monotonic() - started
+            print(
+                f"genwidgets {command}: {so_far:.0f} s so far, waiting for {what()}",
+                file=sys.stderr,
+            )
+
+    thread = threading.Thread(target=tell, name="genwidgets-still-waiting", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _resume(client: Client, args: argparse.Namespace) -> int:
     jobs = client.resume(force=args.force, recopy=args.recopy)
-    deadline = None if args.wait is None else time.monotonic() + args.wait
-    records = []
+    deadline = time.monotonic() + (RESUME_WAIT if args.wait is None else args.wait)
+    records: list[dict[str, Any]] = []
     silence: list[Exception | None] = []  # the one ask after a wait with no word: its error
-    for job in jobs:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        record = _resumed(client, job, left, silence)
-        records.append(record)
-        if not args.json:
-            if record["copies_pending"]:
-                n = copies_pending_words(record["copies_pending"])
-                print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
-            said = terminal_text(record["status"])
-            said += f" ({terminal_text(record['error'])})" if record.get("error") else ""
-            print(
-                f"{record['request_id']}  {record['endpoint']:<24} {said}"
-                + "".join(f"\n  {f}" for f in record["files"])
-            )
+
+    def waited_on() -> str:
+        if len(records) >= len(jobs):  # all said: the command is ending
+            return "its last lines"
+        job = jobs[len(records)]
+        left = max(0.0, deadline - time.monotonic())
+        where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
+        return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
+
+    with _still_waiting("resume", waited_on):
+        for job in jobs:
+            record = _resumed(client, job, max(0.0, deadline - time.monotonic()), silence)
+            records.append(record)
+            if not args.json:
+                if record["copies_pending"]:
+                    n = copies_pending_words(record["copies_pending"])
+                    print(f"{job.request_id}: {n}: not copied within the wait", file=sys.stderr)
+                said = terminal_text(record["status"])
+                said += f" ({terminal_text(record['error'])})" if record.get("error") else ""
+                print(
+                    f"{record['request_id']}  {record['endpoint']:<24} {said}"
+                    + "".join(f"\n  {f}" for f in record["files"])
+                )
     if args.json:
         print(json.dumps(records))
     elif not records:
@@ -415,7 +498,7 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resumed(
-    client: Client, job: Job, left: float | None, silence: list[Exception | None]
+    client: Client, job: Job, left: float, silence: list[Exception | None]
 ) -> dict[str, Any]:
     """One task of ``resume``, waited for at most ``left`` seconds, as its JSON record.
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
@@ -436,7 +519,9 @@ def _resumed(
                 | {"copies_pending": job.copies_pending}
             )
         except TaskTimeout as exc:
-            error = f"not finished within {exc.timeout:g} s; genwidgets resume waits again"
+            error = (
+                f"not finished within {round(exc.timeout, 1):g} s; genwidgets resume waits again"
+            )
             if job.last_status is None and not silence:  # no word from the gateway
                 try:
                     job.status(retries=0)
@@ -668,6 +753,14 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
     print(f"genwidgets {command}: warning: {terminal_text(said)}", file=sys.stderr)
 
 
+def _say_warnings_at_exit(command: str) -> None:
+    """At the interpreter's exit, warnings stay the command's one line: the ledger's exit
+    flush (``jobs.ledger.writer``, registered at import, so run after this) warns of the
+    writes a full or read-only home kept, once the command's ``catch_warnings`` has put
+    Python's format back (a source path, a line number, a bare source line)."""
+    warnings.showwarning = functools.partial(_say_warning, command)
+
+
 #: commands that serve until stopped: their server (uvicorn) handles SIGTERM itself
 SERVERS = ("simulate", "serve")
 
@@ -678,6 +771,8 @@ def _command(argv: Sequence[str] | None, stopping: Stopping) -> int:
     if isinstance(args, int):
         return args
     on_sigterm = contextlib.nullcontext() if args.command in SERVERS else stopping.on_sigterm()
+    atexit.unregister(_say_warnings_at_exit)  # the last command's: main may run again
+    atexit.register(_say_warnings_at_exit, args.command)
     with warnings.catch_warnings(), on_sigterm, no_stop_hint():
         warnings.showwarning = functools.partial(_say_warning, args.command)
         try:
@@ -708,7 +803,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "simulate":
         return simulator_cli.simulate(args, parser)
     if args.command == "batch":
-        return run_batch(args)
+        if sys.stdout.isatty():  # its bar shows the wait
+            return run_batch(args)
+        # a log's lines are written when a count changes: a task kept running was silence
+        with _still_waiting("batch", lambda: f"the rows of {args.file} (into {args.out})"):
+            return run_batch(args)
     if args.command == "serve":
         return serve_cli.serve(args)
     if args.command == "notebooks":

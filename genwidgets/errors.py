@@ -22,9 +22,9 @@
     ├── TaskTimeout (also TimeoutError)     .job
     ├── DownloadError                       outputs not saved; .failures [(index, reason)]
     ├── LedgerError                         the task ledger file cannot be used
+    │   └── NotRecorded                     a batch's create not sent: the home cannot record it
     ├── SimulatorStartError (also RuntimeError)   the local simulator did not start
     └── ServeError                          the class gateway refused or failed; .status .code
-
     GenwidgetsWarning (UserWarning)
     ├── UnknownFieldWarning                 a field the endpoint does not know, sent as is
     ├── IneffectiveFieldWarning             a field the service ignores in this combination
@@ -57,6 +57,7 @@ __all__ = [
     "MediaWarning",
     "ModelNotAllowed",
     "NoAnswer",
+    "NotRecorded",
     "NotSupported",
     "OutcomeUnknown",
     "PayloadError",
@@ -169,8 +170,10 @@ class RateLimited(GatewayError):
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
         self.retry_after = retry_after
-        if retry_after is not None:
-            message = f"{message} (retry after {retry_after:.1f} s)"
+        if retry_after is not None and retry_after >= 0:  # nan is no wait to say
+            # words a person reads: 1e308 was 309 digits, inf "inf s"
+            wait = f"{retry_after:.1f} s" if retry_after <= 86_400 else "more than a day"
+            message = f"{message} (retry after {wait})"
         super().__init__(message, **kw)
 
 
@@ -415,6 +418,13 @@ class LedgerError(GenwidgetsError):
     def __init__(self, message: str, *, replaceable: bool = False) -> None:
         super().__init__(message)
         self.replaceable = replaceable
+
+
+class NotRecorded(LedgerError):
+    """A create of a batch or a grid (a tagged create) was not sent: the ledger could
+    neither write its intent nor keep it beside the file (a full disk), and a rerun
+    reads "no intent" as "never sent". No task was made, nothing was paid; running it
+    again once the home can be written sends it (docs/decisions.md#ledger-intent)."""
 
 
 class SimulatorStartError(GenwidgetsError, RuntimeError):

@@ -8,11 +8,13 @@ import inspect
 import logging
 import pydoc
 import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gateway import BASE, FakeGateway, speed_up
+from fake_gateway import BASE, FakeGateway, error, speed_up
 from loopback import HeldCreates, held_creates_gateway
 
 import genwidgets as gw
@@ -299,6 +301,148 @@ def test_run_s_timeout_bounds_its_create_too_and_the_create_goes_on() -> None:
         assert host.creates == 1
     finally:
         gateway.close()
+
+
+def test_a_cancelled_send_many_sends_no_more_creates_and_those_in_flight_are_recorded() -> None:
+    """Ten requests at concurrency 2, cancelled (a timeout, a TaskGroup) while two
+    creates wait at the gateway: the cancel is raised at once, the eight not sent never
+    leave, the two answer and are followed and recorded. Before, the worker thread went
+    on sending all ten (billed) while the caller held no job of theirs."""
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        async with gw.AsyncClient(gateway.base, KEY) as client:
+            requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(10)]
+            sending = asyncio.ensure_future(client.send_many(requests, concurrency=2))
+            assert await until(lambda: host.held == 2)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+            released.set()
+            # the two run to their end; a create sent after the cancel would be counted first
+            assert await until(
+                lambda: (
+                    host.creates > 2
+                    or (len(client.jobs) == 2 and all(j.done() for j in client.jobs))
+                )
+            )
+            assert host.creates == 2
+            assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]
+
+    try:
+        asyncio.run(main())
+        assert host.creates == 2
+        assert recorded_ids(gateway.base) == ["r1", "r2"]  # what the gateway made, all known
+    finally:
+        gateway.close()
+
+
+def test_ctrl_c_out_of_run_until_complete_sends_no_more_creates() -> None:
+    """Ctrl-C while ``loop.run_until_complete`` runs ``send_many`` (IPython's terminal
+    autoawait runs each cell so): the KeyboardInterrupt comes out of the loop and never
+    enters the task, yet the creates not sent never leave; the two in flight answer and
+    are recorded. Before, the worker thread went on sending all ten (billed)."""
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+    client = gw.AsyncClient(gateway.base, KEY)
+    loop = asyncio.new_event_loop()
+    try:
+        requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(10)]
+        sending = loop.create_task(client.send_many(requests, concurrency=2))
+
+        def ctrl_c_once_two_are_held() -> None:  # as the signal lands in the loop's select
+            if host.held == 2:
+                raise KeyboardInterrupt
+            loop.call_later(0.01, ctrl_c_once_two_are_held)
+
+        loop.call_soon(ctrl_c_once_two_are_held)
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(sending)
+        assert not sending.done()  # the task never heard of it
+        released.set()
+        # the two run to their end; a create sent after the interrupt would be counted first
+        for _ in range(3000):
+            jobs = client.sync.jobs
+            if host.creates > 2 or (len(jobs) == 2 and all(job.done() for job in jobs)):
+                break
+            time.sleep(0.01)
+        assert host.creates == 2
+        assert sorted(job.request_id for job in client.sync.jobs) == ["r1", "r2"]
+        with pytest.raises(asyncio.CancelledError):  # the call, once its loop runs again
+            loop.run_until_complete(sending)
+    finally:
+        loop.close()
+        client.sync.close()
+        gateway.close()
+    assert recorded_ids(gateway.base) == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("call", ["submit", "run"])
+def test_a_cancelled_create_at_the_rate_gate_frees_its_worker_at_once(call: str) -> None:
+    """A cancel of ``submit`` (or ``run``) while its create waits at a rate gate closed
+    for 100 s (one worker thread): it never leaves, its row is settled not created and
+    the next call runs, at once, the gate still closed. Before the stop, the worker sent
+    it once the gate opened; then it waited out the gate (the next call with it) only
+    for the create to be refused as it would leave."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "100"}))
+
+    async def main() -> None:
+        client = gw.AsyncClient(BASE, KEY, transport=fake.transport(), max_in_flight=1)
+        ledger = client.ledger
+        assert ledger is not None
+
+        def states() -> list[str]:
+            return [row.state for row in ledger.rows(client.gateway_name)]
+
+        if call == "submit":
+            sending = asyncio.ensure_future(client.submit("ep", {}, validate=False))
+        else:
+            sending = asyncio.ensure_future(client.run("asset-get", {"Id": "a"}, timeout=600))
+        assert await until(lambda: fake.count("create") == 1)
+        sending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sending
+        assert await until(lambda: states() == ["not_created"])
+        assert await asyncio.wait_for(client.history(), 30) == []  # the one worker is free
+        assert fake.count("create") == 1 and client.jobs == []
+        client.sync.close()
+
+    asyncio.run(main())
+
+
+def test_run_s_timeout_running_out_outlives_the_caller_s_loop() -> None:
+    """``run(timeout=)`` runs out while its create waits at the rate gate; the caller's
+    ``asyncio.run`` then ends, the client open: the create goes on, as the OutcomeUnknown
+    said, and its task is followed. Before, the loop's end cancelled it: never sent."""
+    fake = FakeGateway()
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    fake.faults["create"].append(error(429, limited, {"Retry-After": "1"}))
+    client = gw.AsyncClient(BASE, KEY, transport=fake.transport())
+    ledger = client.ledger
+    assert ledger is not None
+
+    async def main() -> None:
+        with pytest.raises(gw.OutcomeUnknown, match="The create goes on"):
+            await client.run("asset-get", {"Id": "a"}, timeout=0.2)
+
+    try:
+        asyncio.run(main())
+        for _ in range(3000):  # until its job is followed, or its row says never sent
+            states = {row.state for row in ledger.rows(client.gateway_name)}
+            if client.sync.jobs or "not_created" in states:
+                break
+            time.sleep(0.01)
+        assert fake.count("create") == 2
+        assert len(client.sync.jobs) == 1
+    finally:
+        client.sync.close()
 
 
 def test_the_old_async_spellings_warn_and_still_work() -> None:

@@ -839,3 +839,198 @@ def test_python_dash_m_genwidgets_is_the_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert genwidgets.__version__ in done.stdout
+
+
+class StatusDown(JsonHandler):
+    """Task ``r1``'s status and result addresses answer 500 at once; its cancel answers
+    ``answer`` (200 unless set), counted in ``cancels``."""
+
+    cancels = 0
+    answer = 200
+
+    def do_GET(self) -> None:
+        self.send_json({"error": {"code": "INTERNAL", "message": "status backend down"}}, 500)
+
+    def do_PUT(self) -> None:
+        type(self).cancels += 1
+        self.send_json({"status": "CANCELLED"}, self.answer)
+
+
+@pytest.mark.parametrize(("answer", "code", "said"), [(200, 0, "asked"), (500, 1, "not taken")])
+def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said(
+    answer: int,
+    code: int,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Explorer (pipes) defect 2: ``cancel`` asked the status first with the whole retry
+    policy and sent no cancel when it failed (exit 1 "HTTP 500"; the task billed on).
+    Now the status is asked once and the cancel sent whatever it answered, unless it
+    says the task ended; a cancel the gateway did not take is said, with how to send it
+    again."""
+    handler = type("Gateway", (StatusDown,), {"cancels": 0, "answer": answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == code
+    finally:
+        gateway.close()
+    found = json_out(capsys)
+    assert (found["request_id"], found["cancel"]) == ("r1", said)
+    assert handler.cancels >= 1
+    if answer != 200:
+        assert "the gateway failed" in found["error"]
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == 1  # its words, in a line
+        line = capsys.readouterr().out
+        assert line.startswith("r1: cancel not sent: cannot reach the gateway")
+        assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
+
+
+class AnswersAtOnce(JsonHandler):
+    """Every status ask answered at once, as ``how`` says: a 500, a 429 asking to wait
+    1e308 s, or a body past the client's cap (its length said first, so it is refused
+    before it is read)."""
+
+    how = "500"
+
+    def do_GET(self) -> None:
+        if self.how == "oversized":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+            self.wfile.write(b'{"status": "IN_PROGRESS", "pad": "')
+            return
+        if self.how == "429":
+            self.send_response(429)
+            self.send_header("Retry-After", "1e308")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_json({"error": {"code": "INTERNAL", "message": "status backend down"}}, 500)
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("500", "the gateway answered with a failure (HTTP 500: status backend down"),
+        ("429", "the gateway's rate limit refused the ask (HTTP 429"),
+        ("oversized", "the gateway answered with a failure ("),
+    ],
+)
+def test_status_says_what_the_gateway_answered_not_that_it_did_not_answer(
+    how: str,
+    words: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Explorer (pipes) defect 6: an answer that came at once (a 500, a 429, a body
+    over the cap) was said as "the gateway did not answer in time"; a ``Retry-After:
+    1e308`` was printed in 309 digits."""
+    gateway = LoopbackServer(type("Gateway", (AnswersAtOnce,), {"how": how}))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-answers")
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 1
+    finally:
+        gateway.close()
+    said = capsys.readouterr().out
+    assert said.startswith(f"r1: outcome not known yet: {words}"), said
+    assert "did not answer" not in said
+    assert not re.search(r"\d{30}", said), said  # no wait said in hundreds of digits
+    if how == "429":
+        assert "(retry after 600.0 s)" in said  # what the client waits at most
+
+
+#: a child process: a warning at the interpreter's exit, from a hook registered before
+#: the command ran, as the ledger writer's exit flush is (at import): it runs after
+#: every hook the command registers
+WARNS_AT_EXIT = """
+import atexit, sys, warnings
+from genwidgets.errors import LedgerWarning
+atexit.register(warnings.warn, "genwidgets: 2 write(s) could not reach the ledger", LedgerWarning)
+from genwidgets.cli import main
+sys.exit(main(["history"]))
+"""
+
+
+def test_a_warning_at_the_interpreters_exit_is_the_commands_one_line_too(tmp_path: Path) -> None:
+    """Explorer (pipes) defect 5: on a read-only home the ledger's exit flush warned
+    after the command had put Python's ``showwarning`` back: a source path and line
+    number and a bare source line ended the command's stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARNS_AT_EXIT],
+        env=_embedded_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "genwidgets history: warning: 2 write(s) could not reach the ledger"
+    ]
+
+
+def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explorer (pipes) defect 4: ``resume`` with no ``--wait`` waited for ever, silent,
+    on a task its gateway kept running (a cron job piled up). Now it waits
+    ``RESUME_WAIT`` at most, lists the task as not finished, and says on stderr what it
+    waits for while it waits."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-queued")
+    monkeypatch.setattr(cli, "RESUME_WAIT", 1.0)
+    monkeypatch.setattr(cli, "STILL_WAITING_EVERY", 0.2)
+    with genwidgets.Client() as client:
+        client.submit("ep", {"prompt": "a heron"}, validate=False)
+    outcome: list[int] = []
+    command = threading.Thread(target=lambda: outcome.append(main(["resume"])), daemon=True)
+    try:
+        command.start()
+        command.join(30)
+    finally:
+        gateway.close()
+    assert outcome == [1], "resume did not end at its default deadline"
+    said = capsys.readouterr()
+    assert "r1  ep                       IN_QUEUE (not finished within 1 s; " in said.out
+    assert re.search(
+        r"^genwidgets resume: \d+ s so far, waiting for r1 \(ep, IN_QUEUE; task 1 of 1, "
+        r"the wait ends in \d+ s\)$",
+        said.err,
+        re.MULTILINE,
+    ), said.err
+
+
+def test_a_batch_not_on_a_terminal_says_on_stderr_what_it_waits_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explorer (pipes) defect 4: a batch whose task the gateway keeps running printed
+    its progress line once (a line is written when a count changes), then nothing while
+    it waited: a log said nothing of a command held for ever."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-queued")
+    monkeypatch.setattr(cli, "STILL_WAITING_EVERY", 0.2)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("text\na heron\n")
+    out = tmp_path / "o"
+    argv = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--out", str(out)]
+    try:  # --timeout ends it: the subject is what it says meanwhile
+        code = main([*argv, "--yes", "--timeout", "1", "--on-timeout", "leave"])
+    finally:
+        gateway.close()
+    err = capsys.readouterr().err
+    assert code == 1, err
+    waiting = f" s so far, waiting for the rows of {rows} (into {out})"
+    assert re.search(rf"^genwidgets batch: \d+{re.escape(waiting)}$", err, re.MULTILINE), err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import concurrent.futures
 import errno
 import json
 import signal
@@ -676,6 +677,71 @@ def test_ctrl_c_during_send_many_lets_the_creates_in_flight_answer_and_names_the
     finally:
         client.close()
         gateway.close()
+
+
+def test_send_many_stopped_from_another_thread_sends_no_more_and_names_what_it_made() -> None:
+    """``stop`` set from another thread (an AsyncClient's cancelled caller) while two
+    creates wait at the gateway: none leaves from then on, the two answer and are
+    followed, and ``CancelledError`` names the tasks made, as Ctrl-C's interrupt does."""
+    host = HeldCreates()
+    stop = threading.Event()
+    host.release = stop.is_set  # the gateway answers once the stop was set
+    gateway = held_creates_gateway(host)
+    client = gw.Client(gateway.base, "sk-123456")
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(6)]
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.send_many, requests, concurrency=2, stop=stop)
+        assert wait_for(lambda: host.held == 2, timeout=30)
+        stop.set()
+        with pytest.raises(
+            concurrent.futures.CancelledError,
+            match=r"cancelled; of 6 requests, the gateway created 2 tasks .*4 made nothing",
+        ):
+            sent.result(timeout=60)
+        assert sorted(job.request_id for job in client.jobs) == ["r1", "r2"]
+        assert host.creates == 2
+    finally:
+        pool.shutdown()
+        client.close()
+        gateway.close()
+
+
+def test_a_create_stopped_while_its_intent_is_written_never_leaves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ledger slow to take a ``send_many`` create's intent (a busy disk) holds the
+    create at its last step before the wire; a stop set meanwhile keeps it from leaving,
+    its row not created. Before, the stop was read only before the intent: it left."""
+    fake = FakeGateway()
+    client = gw.Client(BASE, "sk-123456", transport=fake.transport())
+    assert client.ledger is not None
+    writes = client.ledger.writes
+    record = writes.record_intent_as_it_leaves
+    writing, stop = threading.Event(), threading.Event()
+
+    async def slow_to_write(**intent: Any) -> int:
+        writing.set()
+        for _ in range(3000):  # until the stop, 30 s at most
+            if stop.is_set():
+                break
+            await asyncio.sleep(0.01)
+        return await record(**intent)
+
+    monkeypatch.setattr(writes, "record_intent_as_it_leaves", slow_to_write)
+    requests = [client.prepare("ep", {}, validate=False)]
+    pool = ThreadPoolExecutor(1)
+    try:
+        sent = pool.submit(client.send_many, requests, concurrency=1, stop=stop)
+        assert wait_for(writing.is_set, timeout=30)
+        stop.set()
+        with pytest.raises(concurrent.futures.CancelledError, match="1 made nothing"):
+            sent.result(timeout=60)
+        assert fake.count("create") == 0
+        assert [r.state for r in client.ledger.rows(client.gateway_name)] == ["not_created"]
+    finally:
+        pool.shutdown()
+        client.close()
 
 
 def test_a_with_block_left_by_an_error_lets_creates_in_flight_answer_and_keeps_their_ids() -> None:

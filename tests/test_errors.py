@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import genwidgets as gw
 from genwidgets import errors
 
@@ -102,3 +104,17 @@ def test_a_wait_that_ends_after_its_task_ended_says_the_result_is_on_its_way() -
         endpoint="ep", request_id="r1", last_status=SimpleNamespace(done=False, status="RUNNING")
     )
     assert "still alive" in str(gw.TaskTimeout(running, 15))
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (3.0, "slow down (retry after 3.0 s)"),
+        (1e308, "slow down (retry after more than a day)"),
+        (float("inf"), "slow down (retry after more than a day)"),
+        (float("nan"), "slow down"),
+    ],
+)
+def test_a_rate_limits_wait_is_said_in_words_a_person_reads(seconds: float, words: str) -> None:
+    """Explorer (pipes) defect 6: 1e308 was said in 309 digits, inf as "inf s"."""
+    assert str(gw.RateLimited("slow down", retry_after=seconds)) == words

@@ -9,9 +9,11 @@ as it arrives: docs/decisions.md#one-batch-sender.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import queue
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -24,6 +26,8 @@ T = TypeVar("T")
 
 #: what a create held back by ``hold()`` says (nothing was sent)
 HELD_BACK = "held back by its batch before it was sent: nothing was sent"
+#: what a create says that its caller's ``halt`` stopped (an AsyncClient's cancelled call)
+HALTED = "stopped before it was sent (its caller was cancelled): nothing was sent"
 #: seconds a stopped batch may take to end what it cancelled (it takes milliseconds)
 STOP_WAIT = 30.0
 
@@ -37,17 +41,27 @@ MAX_CONCURRENCY = 1000
 class Leaving:
     """A work's word to its batch as it goes on the wire (a create: each try): only the
     works on the wire when the batch stops are let end; the others, waiting (their turn,
-    the rate gate, a retry's backoff), are cancelled, or refused as they would leave."""
+    the rate gate, a retry's backoff), are cancelled, or refused as they would leave.
+    ``halt``, set from any thread, refuses them too, with no wait for the engine's loop."""
 
-    def __init__(self, index: int, stop: asyncio.Event, in_flight: set[int]) -> None:
+    def __init__(
+        self,
+        index: int,
+        stop: asyncio.Event,
+        in_flight: set[int],
+        halt: threading.Event | None = None,
+    ) -> None:
         self._index = index
         self._stop = stop
         self._in_flight = in_flight
+        self._halt = halt
 
     def leave(self) -> None:
         """It goes on the wire now; ``Unreachable`` (nothing sent) once the batch stopped."""
         if self._stop.is_set():
             raise Unreachable(HELD_BACK)
+        if self._halt is not None and self._halt.is_set():
+            raise Unreachable(HALTED)
         self._in_flight.add(self._index)
 
     def back(self) -> None:
@@ -83,12 +97,13 @@ async def _run_all(
     *,
     in_flight: set[int],
     grace: float = 0.0,
+    halt: threading.Event | None = None,
 ) -> None:
     """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
     it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
     (``in_flight``) is let end for at most ``grace`` seconds (a create's answer names a
-    paid task) and then cancelled (the batch itself is never cancelled, so this always
-    runs: a task cancelled before its first step runs no code)."""
+    paid task; ``halt`` set: to its end) and then cancelled (the batch itself is never
+    cancelled, so this always runs: a task cancelled before its first step runs no code)."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(index: int) -> T:
@@ -96,7 +111,7 @@ async def _run_all(
             if hold is not None and hold():  # asked before each create leaves, not after
                 raise Unreachable(HELD_BACK)
             try:
-                return await works[index](Leaving(index, stop, in_flight))
+                return await works[index](Leaving(index, stop, in_flight, halt))
             finally:
                 in_flight.discard(index)
 
@@ -117,8 +132,9 @@ async def _run_all(
     running = {tasks[index] for index in in_flight} & remaining
     for left in remaining - running:
         left.cancel()  # still waiting for its turn: it never leaves
-    if running and grace > 0:
-        await asyncio.wait(running, timeout=grace)
+    halted = halt is not None and halt.is_set()  # nobody waits: they answer, never cut
+    if running and (grace > 0 or halted):
+        await asyncio.wait(running, timeout=None if halted else grace)
     for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
@@ -132,6 +148,7 @@ def run_each(
     on_each: Callable[[int, T | Exception], object] | None = None,
     hold: Callable[[], bool] | None = None,
     answer_grace: float = 0.0,
+    halt: threading.Event | None = None,
 ) -> list[T | Exception]:
     """Run every ``works[i](leaving)`` on the engine, at most ``concurrency`` at a time,
     and return their values (or the exceptions they raised) in order; each says
@@ -145,6 +162,11 @@ def run_each(
     nothing (a create writes its intent as it leaves). ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
     while works in flight answer: a paused batch stops before its next create.
+    ``halt``, set from another thread (an AsyncClient's caller cancelled), stops the batch
+    as an interrupt does: from the moment it is set no work leaves (:meth:`Leaving.leave`
+    reads it) and ``on_each`` is not called, but what is on the wire answers, never cut
+    (nobody waits on this thread); ``concurrent.futures.CancelledError`` is raised once
+    the batch ended.
     """
     valid_concurrency(concurrency)
     if engine.in_engine_thread:
@@ -166,11 +188,16 @@ def run_each(
             hold,
             in_flight=in_flight,
             grace=answer_grace,
+            halt=halt,
         )
     )
     outcomes: dict[int, T | Exception] = {}
     try:
-        while len(outcomes) < len(works):
+        while True:
+            if halt is not None and halt.is_set():  # seen within a slice: no on_each after
+                raise concurrent.futures.CancelledError(HALTED)
+            if len(outcomes) == len(works):
+                break
             try:  # short slices: a kernel interrupt is seen at once
                 index, outcome = arrived.get(timeout=0.25)
             except queue.Empty:
@@ -183,18 +210,23 @@ def run_each(
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome  # not an outcome (KeyboardInterrupt, CancelledError)
             outcomes[index] = outcome
+            if halt is not None and halt.is_set():  # set during the get: no on_each after
+                raise concurrent.futures.CancelledError(HALTED)
             if on_each is not None:
                 on_each(index, outcome)
     except BaseException as stopping:
         engine.call_soon(stop.set)
+        # halted, nobody waits on this thread (the caller's cancel was raised at once):
+        # the works on the wire answer, bounded by their own timeout, never cut
+        halted = halt is not None and halt.is_set()
         running = len(in_flight)
-        if running and answer_grace > 0:  # their answers, through more interrupts
+        if running and answer_grace > 0 and not halted:  # their answers, through interrupts
             why = "interrupted" if isinstance(stopping, KeyboardInterrupt) else "stopped"
             waited = f"{running} request{'s' if running > 1 else ''} in flight"
             wait_through_interrupts([batch], answer_grace, why=why, waited=waited)
         # What was cancelled ends at once, and the ledger says so, before we return;
         # a second interrupt, or a batch slow to end, does not hold the caller.
         with contextlib.suppress(BaseException):
-            wait_future(batch, STOP_WAIT)
+            wait_future(batch, None if halted else STOP_WAIT)
         raise
     return [outcomes[i] for i in range(len(works))]

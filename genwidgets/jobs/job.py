@@ -138,6 +138,10 @@ class Job:
         #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
         #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
+        #: why its last poll failed for want of contact (a 5xx, no answer) and when
+        #: (``time.time()``); both None once a status answers (:func:`poll_failed_since`)
+        self.poll_error: BaseException | None = None
+        self.poll_failed_at: float | None = None
         self._resend: asyncio.Future[None] | None = None
         #: set when a kept cancel may go now (an answer came, the job ended)
         self._resend_now: asyncio.Event | None = None
@@ -412,6 +416,7 @@ class Job:
         if previous is not None and previous.logs and not status.logs:
             status = dataclasses.replace(status, logs=previous.logs)  # a result carries none
         self.last_status = status
+        self.poll_error = self.poll_failed_at = None  # an answer: contact holds
         if self._resend_now is not None and isinstance(self.cancel_error, Unreachable):
             self._resend_now.set()  # contact is back: a cancel kept for want of it goes now
         self._timing.saw(status.status, status.queue_position, status.done)
@@ -674,6 +679,7 @@ class Job:
                         await wait_within(self._wake.wait(), held)
                 continue
             except (ServerError, Unreachable) as exc:
+                self.poll_error, self.poll_failed_at = exc, time.time()
                 failures += 1
                 if failures >= self._timing.schedule.policy.failure_limit:
                     self._finish(exc)
@@ -714,6 +720,18 @@ def ended_by_a_cancel(result: object) -> bool:
     read it)."""
     status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
     return says_cancelled(str(status or ""), str(error_type or ""))
+
+
+def poll_failed_since(job: object, since: float) -> BaseException | None:
+    """Why a job's last poll failed for want of contact, when it failed after ``since``
+    (a ``time.time()``) with no status answered since; None otherwise (or a job of another
+    kind): what a batch reads after a failed deadline cancel to tell lost contact from
+    silence (docs/decisions.md#batch-progress)."""
+    failed_at = getattr(job, "poll_failed_at", None)
+    if failed_at is None or failed_at < since:
+        return None
+    error: BaseException | None = getattr(job, "poll_error", None)
+    return error
 
 
 def kept_cancel(job: object) -> tuple[str, str] | None:

@@ -27,7 +27,7 @@ from ..catalog.introspect import leaves, literal_choices, models_in
 from ..catalog.model import whole_text
 from ..errors import EndpointNotFound, PayloadError
 from ..imgm import plain_text
-from .mapping import ENDPOINT_AXIS
+from .mapping import ENDPOINT_AXIS, PROMPT_SEED, SEED_NAME, route_for
 from .problems import problem
 
 if TYPE_CHECKING:
@@ -202,10 +202,26 @@ def field_type(
             missing, sorted({f.wire for m in parents for f in fields_of(m)}), n=1
         )
         hint = f"; did you mean {close[0]!r}?" if close else ""
+        if list(path) == [SEED_NAME]:
+            hint = _seed_in_prompt(endpoint, where) or hint
         msg = f"unknown field {shown(missing)}{hint}"
         first = first or problem((where, _place(".".join(path))), msg, endpoint=endpoint)
     assert first is not None
     raise first
+
+
+def _seed_in_prompt(endpoint: str, where: str) -> str:
+    """How to vary the seed of an endpoint that reads it in its prompt (imgM's ``--seed
+    N``), where a seed axis is an unknown field; "" for any other endpoint."""
+    try:
+        seeded = route_for(catalog_endpoint(endpoint)).seed == PROMPT_SEED
+    except EndpointNotFound:
+        return ""
+    how = {
+        "axis": 'a group "--seed {1, 2}" in the prompt (a cell each), or x=("prompt_sr", ...)',
+        "vary": 'vary the prompt: vary={"prompt": ["a fox --seed 1", "a fox --seed 2"]}',
+    }.get(where, 'write it in the prompt: "a fox --seed {seed}"')
+    return f'; this endpoint reads its seed in the prompt ("--seed 5"): {how}' if seeded else ""
 
 
 def _place(field: str) -> str:

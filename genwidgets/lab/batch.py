@@ -16,19 +16,23 @@ import logging
 import queue
 import threading
 import time
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._client import create_failure, created_nothing, lost_contact
-from .._workers import RUNS, Work, Workers
+from .._workers import RUNS, Work
 from ..errors import (
     ClientClosed,
     GatewayError,
     GenwidgetsError,
+    LedgerError,
+    LedgerWarning,
     ModelNotAllowed,
     NoAnswer,
+    NotRecorded,
     OutcomeUnknown,
     PayloadError,
     RateLimited,
@@ -37,7 +41,7 @@ from ..errors import (
     Unauthorized,
     Unreachable,
 )
-from ..jobs.job import kept_cancel
+from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
@@ -69,7 +73,7 @@ if TYPE_CHECKING:
 
     from .._protocols import ClientLike, JobLike
     from ..jobs.ledger import LedgerRow
-    from ..protocol.records import Result, Status
+    from ..protocol.records import Result
     from .plan import GridPlan
 
 __all__ = [
@@ -107,10 +111,6 @@ RERUN = "Running the batch again re-attaches it (no new create)"
 display_hook: Callable[[Batch], None] | None = None
 #: failures of a cancel or a poll that say contact is lost (a 5xx, no answer)
 NO_CONTACT = (ServerError, NoAnswer)
-#: the status polls asked when deadline cancels failed, a few at once: thousands of rows
-#: whose polls the status budget holds must not hold as many threads (one not asked yet
-#: is silence, no loss: its row waits the cancel's grace)
-POLLS_AT_CANCEL = Workers(8)
 #: how often the finisher wakes to check deadlines and tell listeners (seconds)
 TICK = 0.25
 #: rows ended within this window make the rate (seconds)
@@ -128,6 +128,8 @@ def not_sent_for(refused: Exception) -> str | None:
         return "the gateway could not be reached"
     if isinstance(refused, ClientClosed):
         return "its client was closed before it left"
+    if isinstance(refused, NotRecorded):
+        return "the home could not record its intent first"
     if isinstance(refused, (Unauthorized, ModelNotAllowed)) or (
         isinstance(refused, GatewayError) and refused.status_code == 403
     ):
@@ -203,12 +205,6 @@ class Batch:
         self.cursor = 0
         #: something changed that the views (``listeners``) have not been told
         self.dirty = False
-        #: the last status heard of a row's task when its deadline's cancel was asked,
-        #: by row index: a fresh answer since says contact holds
-        self.word_at_cancel: dict[int, Status | None] = {}
-        #: a status asked of a row's task when its deadline's cancel failed, by row
-        #: index: its failure too says contact is lost (``_cancel_failed``)
-        self.polls_at_cancel: dict[int, Work] = {}
         #: set once the finisher's last pass is written (cleared while rows go on)
         self.settled = threading.Event()
         #: the batch is recorded in the store under its id
@@ -265,6 +261,13 @@ class Batch:
         row.job, row.request_id = job, str(job.request_id)
         row.created_at = created_at if created_at is not None else time.time()
         row.rate_limited = 0
+        # a cancel asked of its task before was asked of another job: this one's deadline
+        # (a deadline's) or its grace (a person's) counts anew
+        row.timed_out, row.cancel_asked_at = False, None
+        row.word_at_cancel = None
+        if row.user_cancelled and not job.done():  # a person's cancel holds for the task
+            row.cancel_asked_at = time.time()
+            job.request_cancel()
         index = row.index
 
         def ended(_job: Any) -> None:
@@ -300,9 +303,29 @@ class Batch:
                     self._pending[:0] = pending
                 raise
 
+    def flush_when_it_can(self) -> None:
+        """Flush while a stored run is re-opened: a store that cannot be written now (a
+        full or read-only home, a lock held past its wait) keeps the changes queued for a
+        later flush and is said once, as a :class:`LedgerWarning`, so the run is still
+        shown, its ratings read and exported from what is stored
+        (decisions#ledger-locked-resume)."""
+        try:
+            self.flush()
+        except LedgerError as exc:
+            if self.problem is None:
+                warnings.warn(
+                    f"genwidgets: {self.noun} {self.id} is shown from its store, which "
+                    f"cannot be written now ({exc}); its changes are written once it can be",
+                    LedgerWarning,
+                    stacklevel=4,
+                )
+            self.problem, self.dirty = f"store not written: {exc}", True
+
     def write_all(self, *, force: bool = True) -> None:
-        """The store, then the manifest's table, as every row stands now."""
+        """The store, then the manifest's table, as every row stands now (a row another
+        process holds, as the store has it now: never from this process's older view)."""
         self.flush()
+        self.reread_elsewhere()
         with self.lock:
             records = [r.record(self.out) for r in self.rows]
         self.manifest.table(records, force=force)
@@ -663,14 +686,14 @@ class Batch:
                     and row.job is not None
                     and (row.lost or not row.job.done())
                 ):
-                    row.timed_out = True
-                    if self.on_timeout == "leave" and row.lost:  # nothing to ask of it
-                        self._lost_past_deadline(row, None)
-                    elif self.on_timeout == "leave":
-                        row.error = f"still running after {self.timeout:g} s: left running"
-                        self.update(row, LEFT)
-                    else:
-                        row.cancel_asked_at = now
+                    if self.on_timeout == "leave":
+                        row.timed_out = True
+                        if row.lost:  # nothing to ask of it
+                            self._lost_past_deadline(row, None)
+                        else:
+                            row.error = f"still running after {self.timeout:g} s: left running"
+                            self.update(row, LEFT)
+                    else:  # marked once its job is the one asked (a follow-up's is new)
                         if row.job.done():  # out of contact, between follow-ups: one more now
                             due.append(row)
                         late.append(row)
@@ -683,34 +706,33 @@ class Batch:
         self.attach_all(due)
         for row in late:
             assert row.job is not None
-            self.word_at_cancel[row.index] = row.job.last_status
+            with self.lock:
+                row.timed_out, row.cancel_asked_at = True, now
+                row.word_at_cancel = row.job.last_status
             row.job.request_cancel()
 
     def _cancel_failed(self, row: BatchRow) -> str | None:
         """Why a row is out of contact at its deadline, in words: its cancel failed for
-        want of contact (a 5xx, no answer) and so did its polls, with no word of its task
-        since the cancel was asked; None while contact holds or is not known lost (under
-        the lock). Silence alone is no loss (a poll held by the client's status budget, or
-        slow to answer): a failed cancel has the task's status asked once
-        (``polls_at_cancel``), and only that poll's own failure ends the row; a row out of
-        contact since before its deadline (``row.lost``: its polls gave up) needs none."""
+        want of contact (a 5xx, no answer) and so did a poll of its job since the cancel
+        was asked, with no word of its task since; None while contact holds or is not known
+        lost (under the lock). Silence alone is no loss (a poll held by the client's status
+        budget, or slow to answer): only a poll's own failure ends the row (the job says
+        it: ``poll_failed_since``); a row out of contact since before its deadline
+        (``row.lost``: its polls gave up) needs none."""
         job = row.job
-        if job is None or row.index not in self.word_at_cancel:  # a person's cancel
+        asked = row.cancel_asked_at
+        if job is None or not row.timed_out or asked is None:  # no deadline's cancel
             return None
         error, status = job.cancel_error, job.last_status
-        if not isinstance(error, NO_CONTACT) or status is not self.word_at_cancel[row.index]:
+        if not isinstance(error, NO_CONTACT) or status is not row.word_at_cancel:
             return None
         if status is not None and status.done:  # its result is on its way
             return None
         cancel = f"its cancel failed ({type(error).__name__}: {error})"
         if row.lost:
             return cancel
-        poll = self.polls_at_cancel.get(row.index)
-        if poll is None:  # a poll of its own: the job's may be held, or on its way
-            self.polls_at_cancel[row.index] = POLLS_AT_CANCEL.submit(job.status, retries=0)
-            return None
-        failed = poll.exception() if poll.done() else None
-        if not isinstance(failed, NO_CONTACT):  # answered (or not yet): contact holds
+        failed = poll_failed_since(job, asked)
+        if not isinstance(failed, NO_CONTACT):  # answered (or not asked yet): contact holds
             return None
         return f"{cancel}, and so did a poll of it ({type(failed).__name__}: {failed})"
 
@@ -735,9 +757,11 @@ class Batch:
     def reconcile(self, rows: Sequence[BatchRow]) -> None:
         """Settle rows reserved whose create's answer was not seen, by what the ledger
         kept under their tags, the one reading of an unanswered create (grids' too): a
-        task made is followed; a create that certainly made nothing (or whose intent never
-        reached disk) waits again; any other is ``unknown``, never sent again. A row
-        reserved before the ledger took tags (``meta.tags_since``) cannot be told apart."""
+        task made is followed; a create that certainly made nothing (or has no intent: it
+        never left, as a tagged create leaves only once its intent is kept,
+        docs/decisions.md#ledger-intent) waits again; any other is ``unknown``, never sent
+        again. A row reserved before the ledger took tags (``meta.tags_since``) cannot be
+        told apart."""
         ledger = self.client.ledger
         found: dict[str, list[LedgerRow]] = {}
         since = 0.0
@@ -772,7 +796,7 @@ class Batch:
                     row.error = unknown.format(
                         f"its create may have left and no answer was kept ({left[0]})"
                     )
-                else:  # its intent never reached disk, or it surely made nothing
+                else:  # no intent (so its create never left), or it surely made nothing
                     self.update(row, WAITING, release=True)
                     continue
                 self.update(row, UNKNOWN)
@@ -811,11 +835,26 @@ class Batch:
         row.ended_at = time.time()
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
+            row.elsewhere = False  # ended there: nothing more is that process's to do
             return
         row.state, row.elsewhere = UNKNOWN, True
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
         row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
+
+    def reread_elsewhere(self) -> None:
+        """Rows another process holds, shown again as the store has them now: that process
+        may have ended them since, and a manifest written from the view this one had at its
+        start said them ``unknown`` after they were done there."""
+        with self.lock:
+            held = [r for r in self.rows if r.elsewhere]
+        if not held:
+            return
+        stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
+        with self.lock:
+            for row in held:
+                if row.elsewhere:  # not taken back here meanwhile
+                    self.show_as_stored(row, stored.get(row.index))
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;
@@ -876,7 +915,7 @@ class Batch:
         if unanswered:
             self.reconcile(unanswered)
         self.attach_all(attach)
-        self.flush()
+        self.flush_when_it_can()
 
     # ------------------------------------------------------------------ the API
 
@@ -948,7 +987,7 @@ class Batch:
                 self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         while not self.ended.empty():  # no finisher yet: this is the one taker
             self._finish_one(self.rows[self.ended.get_nowait()])
-        self.flush()
+        self.flush_when_it_can()
         self._ensure_finisher()
 
     def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> Self:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from typing import Any, TextIO
 
@@ -151,6 +152,35 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: the library's advice in Python (``out=``, ``client.history()``) and the command's
+#: flags and words; a grown rows file into the same folder was told ``id='X'`` to resume
+#: batch X, which its rows no longer are (refused again): docs/decisions.md#batch-cli
+FLAG_WORDS = (
+    (
+        r"give out= another folder, or id=('[^']*') to resume that batch",
+        r"give --out another folder for these rows (batch \1 resumes in this one only from "
+        r"the rows and --set it was planned with)",
+    ),
+    (r"\b(out|id)=(?=[ ,])", r"--\1"),
+    (r"\b(out|id)='", r"--\1 '"),
+    (r"(?:batch\.)?retry_failed\(\) \((genwidgets batch --retry-failed)\)", r"\1"),
+    (r" or batch\.write_files\(\)", ""),
+    (r"client\.history\(\)", "genwidgets history"),
+    (
+        r"\w+\.submit\(\) \(the view's Submit or Go on, or the same command again\)",
+        "the same command is run again",
+    ),
+    (r"the same rows and template", "the same rows and --set"),
+)
+
+
+def command_words(text: str) -> str:
+    """``text`` of the library with its advice in the command's flags (:data:`FLAG_WORDS`)."""
+    for python, flags in FLAG_WORDS:
+        text = re.sub(python, flags, text)
+    return text
+
+
 def say_error(
     command: str,
     message: str,
@@ -164,6 +194,7 @@ def say_error(
 ) -> int:
     """How every command says it did not do what was asked, on stderr or (``--json``) as
     one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
+    message = command_words(message)
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
         return code
@@ -171,7 +202,7 @@ def say_error(
     if exc is not None:
         record["error_type"] = type(exc).__name__
         if isinstance(exc, PayloadError):
-            record["problems"] = exc.errors
+            record["problems"] = [p | {"msg": command_words(str(p["msg"]))} for p in exc.errors]
     print(json.dumps(record, default=str), file=stdout or sys.stdout)
     return code
 
@@ -316,11 +347,12 @@ def run_batch(
                 line = f"  {where} {row['status']}: {terminal_text(row['error'] or 'not done')}"
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
-                print(line + (f" → {row['next']}" if row["next"] else ""), file=stdout)
+                line += f" → {row['next']}" if row["next"] else ""
+                print(command_words(line), file=stdout)
             if len(report["not_done"]) > LISTED:
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)
             for said in (report["stopped"], report["problem"] and f"trouble: {report['problem']}"):
                 if said:
-                    print(said, file=stdout)
+                    print(command_words(said), file=stdout)
             print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE

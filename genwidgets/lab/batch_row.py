@@ -18,6 +18,7 @@ from .batch_store import CREATED, ENDED, LEFT, PENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
+    from ..protocol.records import Status
     from .batch_plan import PlannedRow
 
 __all__ = ["STATUSES", "BatchRow"]
@@ -73,6 +74,9 @@ class BatchRow:
     user_cancelled: bool = False
     #: when its cancel was asked (a deadline's or a person's): its grace counts from then
     cancel_asked_at: float | None = None
+    #: the last status heard of its task when its deadline's cancel was asked: a fresh
+    #: answer since says contact holds
+    word_at_cancel: Status | None = None
     rate_limited: int = 0
     #: times contact with its task was lost in a row, and when to follow it again
     lost: int = 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._config import normal_base_url, redact, shown_path
+from ..catalog.checks import shown
 from ..errors import LedgerError, PayloadError
 from ..jobs.ledger import Ledger
 from ..jobs.ledger.writer import is_busy
@@ -593,10 +594,12 @@ class GridStore(BatchStore):
         """Set (1-5) or clear (0) a cell's stars and set or clear ("") its note; a field
         given as None is left as stored, in the same transaction, so a star and a note
         sent apart never undo each other. Returns the cell's rating as stored (stars,
-        note); tells the watchers."""
+        note); tells the watchers. A lone surrogate in the note (half an emoji a page's
+        JSON cut) is kept as its escape ``\\ud83e``: SQLite takes UTF-8 only, and the
+        stars sent with it were lost with it (docs/decisions.md#grid-ratings)."""
+        text = note.encode("utf-8", "backslashreplace").decode() if note else None
 
         def write(conn: sqlite3.Connection) -> tuple[int, str | None]:
-            text = note or None
             conn.execute(
                 _RATE, (grid_id, index, stars, text, time.time(), stars, note is not None, text)
             )
@@ -659,7 +662,7 @@ class GridStore(BatchStore):
         known = self.ids()
         near = difflib.get_close_matches(str(grid_id), known, n=3, cutoff=0.3) or known[:3]
         hint = f"; nearest: {', '.join(near)}" if near else "; no grid is stored yet"
-        raise KeyError(f"no grid {grid_id!r}{hint}")
+        raise KeyError(f"no grid {shown(grid_id)}{hint}")  # a pasted 100 KB text is cut
 
     def grids(self, gateway: str | None = None) -> list[GridRecord]:
         """Every stored grid, newest first."""

@@ -11,20 +11,23 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
+from ..catalog.checks import shown
 from ..errors import LedgerError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
-from .batch import Batch
+from .batch import TICK, Batch
 from .batch_store import (
     CANCELLED,
     DONE,
     FAILED,
+    SENDING,
     TIMED_OUT,
     UNKNOWN,
     WAITING,
     GridRecord,
     GridStore,
+    RowRecord,
     store_for,
 )
 from .plan import AXES, GridPlan, PlannedCell
@@ -82,8 +85,15 @@ class GridCell:
     @property
     def error(self) -> str | None:
         """A create that failed, in its own words ("not created: ...", "outcome
-        unknown: ..."); None once a task exists."""
-        return self.row.error if self.row.request_id is None else None
+        unknown: ..."); None once a task exists, or while another kernel sends it."""
+        row = self.row
+        return row.error if row.request_id is None and not row.elsewhere else None
+
+    @property
+    def elsewhere(self) -> bool:
+        """Another kernel was sending it when this one last read the store: neither failed
+        nor done; :meth:`GridRun.follow_elsewhere` takes its task up once it exists."""
+        return self.row.elsewhere
 
     @property
     def failed(self) -> bool:
@@ -110,7 +120,11 @@ class GridCell:
         """This process lost contact with its task: it may still run or be done, and
         :meth:`GridRun.submit` follows it again (no create)."""
         row = self.row
-        return row.request_id is not None and (row.lost > 0 or row.state == UNKNOWN)
+        return (
+            row.request_id is not None
+            and not row.elsewhere
+            and (row.lost > 0 or row.state == UNKNOWN)
+        )
 
     @property
     def unsent(self) -> bool:
@@ -143,12 +157,13 @@ class GridCell:
     @property
     def done(self) -> bool:
         """Nothing more will happen to this cell (finished, failed, not created, its
-        create's outcome unknown, or contact lost with its task)."""
-        return self.row.ended
+        create's outcome unknown, or contact lost with its task); not while another
+        kernel sends it."""
+        return self.row.ended and not self.row.elsewhere
 
     def __repr__(self) -> str:
         values = ", ".join(f"{d}={self.value(d)!r}" for d in AXES if self._run.plan.shown(d))
-        state = self.request_id or self.error or "not sent"
+        state = self.request_id or self.error or ("elsewhere" if self.elsewhere else "not sent")
         return f"<GridCell {values} {state}{' ' + '*' * self.rating if self.rating else ''}>"
 
 
@@ -220,6 +235,7 @@ class GridRun(Batch):
         or a grid re-opened with cells never sent). ``wait`` returns when every create
         has answered (or the breaker paused the grid); else they go from the core's
         sender (docs/decisions.md#grid-run)."""
+        self.follow_elsewhere()
         try:  # a Ctrl-C heard from the sender's start on: it may come before the join
             super().submit()
             if wait:
@@ -230,6 +246,73 @@ class GridRun(Batch):
         if wait:
             self.changed()  # the views hear that every create answered, before it returns
         return self
+
+    def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> GridRun:
+        """:meth:`Batch.wait`, the cells another kernel is sending waited for too: read
+        again from the store until it has sent them (each then followed here) or is gone."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while held := self.follow_elsewhere():
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"grid {self.id}: {held} of its cells were still being sent in another "
+                    f"kernel after {timeout:g} s; they go on there (wait again)"
+                )
+            time.sleep(TICK)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        super().wait(remaining, progress=progress)
+        return self
+
+    def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
+        """A batch's row ended in another process is that process's; a grid's cell shows
+        its task's outputs, so one with a task this run does not follow stays held
+        until :meth:`follow_elsewhere` takes it up (a re-read at a final write ended it
+        here with no outputs, and it was never followed)."""
+        super().show_as_stored(row, record)
+        if row.request_id is not None and row.job is None:
+            row.elsewhere = True
+
+    def follow_elsewhere(self) -> int:
+        """The cells another kernel was sending when this one opened the grid, read again
+        from the store (they showed "not created", failed, forever): one with a task now is
+        followed here, no create, as a re-opened grid follows it; one ended there without a
+        task shows as it ended; one whose kernel went away before its answer is settled
+        from the ledger by its tag (:meth:`Batch.reconcile`). Returns how many another
+        live kernel is still sending."""
+        held = [c.row for c in self.cells if c.row.elsewhere]
+        if not held:
+            return 0
+        stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
+        tables = self.store.tables
+        alive = tables.alive_owners() - {tables.owner}
+        follow: list[BatchRow] = []
+        settle: list[BatchRow] = []
+        sending = 0
+        with self.lock:
+            for row in held:
+                record = stored.get(row.index)
+                if not row.elsewhere or record is None:
+                    continue
+                if record.state == SENDING and record.owner in alive:
+                    sending += 1
+                    continue
+                self.as_stored(row, record)
+                row.elsewhere = False
+                if record.request_id is not None:
+                    follow.append(row)
+                elif record.state == SENDING:
+                    row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                    settle.append(row)
+        if settle:
+            self.reconcile(settle)
+            with self.lock:  # one that never left waits for submit(), as on re-opening
+                if self.waiting() and not self.sending and self.stopped is None:
+                    self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
+        if follow:
+            self.attach_all(follow)
+        if follow or settle:
+            self._ensure_finisher()
+            self.changed()
+        return sending
 
     # ------------------------------------------------------------------ progress
 
@@ -266,9 +349,15 @@ class GridRun(Batch):
         """Set 1-5 stars (0 clears them) and/or a note ("" clears it); a field left None
         keeps what is stored, so stars and a note given apart (a browser's star click
         and its note field) never undo each other. Persisted in the grid store."""
-        target = self.cells[cell] if isinstance(cell, int) else cell
-        if target not in self.cells:
-            raise ValueError("that cell is not one of this grid's cells")
+        total = len(self.cells)
+        if isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < total:
+            target = self.cells[cell]  # a negative index rated a cell counted from the end
+        elif isinstance(cell, GridCell) and cell in self.cells:
+            target = cell
+        else:
+            raise ValueError(
+                f"rate a cell number 0-{total - 1} or one of this grid's cells, not {shown(cell)}"
+            )
         if stars is not None and (
             isinstance(stars, bool) or not isinstance(stars, int) or not 0 <= stars <= 5
         ):
@@ -282,10 +371,12 @@ class GridRun(Batch):
 
     def refresh_ratings(self) -> bool:
         """Read this grid's ratings back from the store (another view or kernel may
-        have rated it); True when something changed. A store that cannot be read now
-        (locked past its wait, damaged) changes nothing: what this run holds is shown and
-        exported, and the reason is logged."""
+        have rated it), and the cells another kernel was sending (:meth:`follow_elsewhere`);
+        True when a rating changed. A store that cannot be read now (locked past its wait,
+        damaged) changes nothing: what this run holds is shown and exported, and the reason
+        is logged."""
         try:
+            self.follow_elsewhere()
             stored = self.store.ratings(self.id)
         except (LedgerError, sqlite3.Error, OSError) as exc:
             log.warning("genwidgets: grid %s: ratings not read again: %s", self.id, exc)
@@ -325,7 +416,8 @@ class GridRun(Batch):
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as
-        its shown path), request id, error and rating (exports; never the key)."""
+        its shown path), request id, status, trouble (a failed create's words or a failed
+        task's "failed: ...") and rating (exports; never the key)."""
 
         data = {"id": self.id, **self.plan.describe()}
         data["cells"] = [
@@ -334,7 +426,8 @@ class GridRun(Batch):
                 **{d: c.value(d) for d in ("x", "y", "z")},
                 "payload": scrub_payload(c.payload),
                 "request_id": c.request_id,
-                "error": c.error,
+                "status": status_of(c),
+                "error": c.trouble,
                 "stars": c.rating,
                 "note": c.note,
             }
@@ -374,6 +467,8 @@ def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
 
 def status_of(cell: GridCell) -> str:
     """A short status word of a cell (plain text, for exports)."""
+    if cell.elsewhere:
+        return "being sent in another kernel"
     if cell.error is not None:
         # the words create_failure() began it with: what the failed create means
         return "outcome unknown" if cell.in_doubt else "not created"

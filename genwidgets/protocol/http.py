@@ -61,7 +61,7 @@ from .fetch import (
     origin_text,
     same_origin,
 )
-from .gate import RateGate
+from .gate import GATE_CEILING, RateGate
 from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
@@ -135,18 +135,23 @@ def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date),
+    from 0 to the gate's ceiling (:data:`~.gate.GATE_CEILING`: the gateway is asked again
+    after it whatever it said): ``1e308`` was said in 309 digits, ``inf`` as "inf s",
+    and ``nan`` is no wait (0)."""
     raw = (headers.get("retry-after") or "").strip()
     for text, per_second in ((headers.get("retry-after-ms"), 1000), (raw, 1)):
         try:
-            return max(0.0, float(text or "") / per_second)
+            seconds = float(text or "") / per_second
         except ValueError:
-            pass
+            continue
+        return min(max(0.0, seconds), GATE_CEILING)  # nan: max keeps its first, 0.0
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):  # none, or neither seconds nor a date
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    later = when.timestamp() - (time.time() if now is None else now)
+    return min(max(0.0, later), GATE_CEILING)
 
 
 def _read(answer: Answer, handle: Handle, read: Callable[..., T], **kw: Any) -> T:

@@ -457,8 +457,9 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
     if answer.status in (404, 410):  # not upstream's word (a proxy's page): the task is kept
-        # counted as the sweep counts it: only such answers for LOST_AFTER end the task
-        lost = await run_in_threadpool(unanswered, db, task[0])
+        # counted as the sweep counts it: only such answers for LOST_AFTER end the task,
+        # and only to its status (a result route may 404 while the task runs)
+        lost = tail == "status" and await run_in_threadpool(unanswered, db, task[0])
         kept = "after so long, the task is taken as gone" if lost else "the task is kept, try again"
         return _failure(
             502,

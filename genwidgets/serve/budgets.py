@@ -50,6 +50,7 @@ __all__ = [
     "reserve",
     "resolve_unknown",
     "settle",
+    "storable",
     "task_state",
     "tasks_of",
     "unanswered",
@@ -88,31 +89,43 @@ def rate_limited(wait: float, why: str = "") -> ServeError:
     return refusal(429, "RATE_LIMIT_EXCEEDED", message, retry_after=wait)
 
 
-def hold_creates(db: Database, wait: float, now: float | None = None) -> None:
+def hold_creates(
+    db: Database, wait: float, now: float | None = None, *, what: str = "creates"
+) -> None:
     """Upstream refused a create with a rate limit: every process sends no create for
-    ``wait`` seconds (a longer hold already written stays)."""
+    ``wait`` seconds (a longer hold already written stays). ``what="sweeps"``: the same
+    for the sweep's status requests (a status answered 429)."""
     until = (time.time() if now is None else now) + wait
     db.run(
         lambda tx: tx.run(
-            "INSERT INTO holds (name, until) VALUES ('creates', ?) ON CONFLICT (name) "
+            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
             "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-            (until,),
+            (what, until),
         )
     )
 
 
-def holding_creates(db: Database, now: float | None = None) -> float:
-    """Seconds the class's creates are still held back by upstream's rate limit (0: none)."""
-    row = db.run(lambda tx: tx.one("SELECT until FROM holds WHERE name = 'creates'"), write=False)
+def holding_creates(db: Database, now: float | None = None, *, what: str = "creates") -> float:
+    """Seconds the class's creates (or ``what``) are still held back by upstream's rate
+    limit (0: none)."""
+    row = db.run(lambda tx: tx.one("SELECT until FROM holds WHERE name = ?", (what,)), write=False)
     return max(0.0, row[0] - (time.time() if now is None else now)) if row else 0.0
 
 
 def clear_hold(db: Database) -> float:
     """The teacher's word that upstream takes creates again: every process sends them at
-    once. The seconds the hold had left (0: there was none)."""
-    left = holding_creates(db)
-    db.run(lambda tx: tx.run("DELETE FROM holds WHERE name = 'creates'"))
-    return left
+    once. The seconds the hold had left (0: there was none). Read and deleted in one
+    transaction, and only the hold read: a longer one another process's 429 wrote in
+    between stays (it was deleted unseen)."""
+
+    def work(tx: Tx) -> float:
+        row = tx.one("SELECT until FROM holds WHERE name = 'creates' {lock}")
+        if row is None:
+            return 0.0
+        tx.run("DELETE FROM holds WHERE name = 'creates' AND until = ?", (row[0],))
+        return max(0.0, float(row[0]) - time.time())
+
+    return db.run(work)
 
 
 @dataclass(frozen=True)
@@ -262,6 +275,14 @@ def reserve(
     return db.run(work)
 
 
+def storable(text: str) -> str:
+    """``text`` as both databases store it: a NUL (PostgreSQL refuses one in text) and a
+    lone surrogate (no UTF-8, so neither database takes it) written as escapes, ``\\x00``
+    and ``\\ud800``; the rest kept as written. An upstream error holding one made the
+    task's settling fail for ever, its cost reserved (docs/decisions.md#serve-reservations)."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def move(
     db: Database,
     task_id: str,
@@ -273,7 +294,9 @@ def move(
     """Move the task to ``state`` if it is in one of ``source``, setting ``columns`` too;
     whether it moved. Upstream made the task: ``open`` with its ``upstream_id`` (it holds
     its reservation until it ends); upstream may or may not have made it (a timeout, a
-    5xx): ``unknown`` with its ``error``, still reserved."""
+    5xx): ``unknown`` with its ``error``, still reserved (:func:`storable`)."""
+    if columns.get("error"):
+        columns["error"] = storable(columns["error"])
     sets = ", ".join(f"{name} = ?" for name in ("state", *columns))
     marks = ", ".join("?" for _ in source)
 
@@ -381,7 +404,7 @@ def release(
         _hold(tx, row[0], row[1], amounts, -1)
         tx.run(
             "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
-            (state, why[:500] or None, time.time(), task_id),
+            (state, storable(why[:500]) or None, time.time(), task_id),
         )
         if row[3] == "sending":
             update_followers(tx, task_id)

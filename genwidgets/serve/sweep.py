@@ -20,8 +20,17 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import ServeError
-from ..protocol.records import queue_url
-from .budgets import forgotten, heard, settle, unanswered, update_followers
+from ..protocol.gate import GATE_CEILING
+from ..protocol.records import queue_url, says_rate_limited
+from .budgets import (
+    forgotten,
+    heard,
+    hold_creates,
+    holding_creates,
+    settle,
+    unanswered,
+    update_followers,
+)
 from .config import ServeState
 from .db import Database, Tx
 
@@ -32,7 +41,8 @@ log = logging.getLogger("genwidgets.serve")
 BATCH = 20
 #: tasks one sweep asks about, at most (passes of :data:`BATCH` while a pass was full)
 MOST_PER_SWEEP = 10 * BATCH
-#: seconds after which a sweep starts no other pass (the next sweep goes on)
+#: seconds a sweep lasts at most: its requests still running then are cancelled, and
+#: the tasks it claimed and did not hear about are asked about by the next sweeps
 SWEEP_SECONDS = 30.0
 #: status requests a sweep has upstream at once
 ASKS_AT_ONCE = 4
@@ -43,8 +53,11 @@ STALE_SENDING = 600.0
 UNKNOWN_EVERY = 60.0
 
 
-def claim(db: Database, older_than: float, now: float | None = None) -> list[tuple[Any, ...]]:
-    """Unfinished tasks not looked at since ``older_than`` seconds, marked as looked at:
+def claim(
+    db: Database, older_than: float, now: float | None = None, *, not_since: float | None = None
+) -> list[tuple[Any, ...]]:
+    """Unfinished tasks not looked at since ``older_than`` seconds (nor since
+    ``not_since``: a sweep asks about a task once), marked as looked at now:
     (id, endpoint, upstream id, state, since when upstream answered only 404s for it).
     Half a batch goes to tasks never looked at, oldest first, half to those looked at,
     longest unseen first, and one kind's unused places to the other: neither waits
@@ -79,7 +92,11 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
                 "OR state = 'unknown' AND checked_at < ?)",
                 "checked_at",
             ),
-            (now - older_than, now - max(older_than, UNKNOWN_EVERY), BATCH),
+            (
+                min(now - older_than, not_since or now),
+                min(now - max(older_than, UNKNOWN_EVERY), not_since or now),
+                BATCH,
+            ),
         )
         take_seen = min(len(seen), max(BATCH // 2, BATCH - len(fresh)))
         rows = fresh[: BATCH - take_seen] + seen[:take_seen]
@@ -93,39 +110,66 @@ def claim(db: Database, older_than: float, now: float | None = None) -> list[tup
 async def sweep_once(state: ServeState) -> int:
     """Ask upstream about the due tasks and settle those that ended; how many did. A
     sweep claims :data:`BATCH` tasks a pass, and passes again while a pass found a full
-    batch due, up to :data:`MOST_PER_SWEEP` tasks or :data:`SWEEP_SECONDS`, so its work
-    grows with the backlog: a class's steady creates never push an old task's re-check
-    back without bound (docs/decisions.md#serve-reservations). Upstream down ends the sweep."""
-    config = state.config
-    started, ended, asked = time.time(), 0, 0
-    deadline = time.monotonic() + SWEEP_SECONDS
-    asking = asyncio.Semaphore(ASKS_AT_ONCE)
-    while asked < MOST_PER_SWEEP and time.monotonic() < deadline:
-        # one ``now`` for every pass: a task this sweep looked at is not due again in it
-        rows = await run_in_threadpool(claim, config.database, config.sweep_every, started)
-        outcomes = await asyncio.gather(*(_ask(state, row, asking) for row in rows))
-        ended += sum(outcome or 0 for outcome in outcomes)
-        asked += len(rows)
-        if None in outcomes or len(rows) < BATCH:  # upstream down, or nothing more due
-            break
-    return ended
+    batch due, up to :data:`MOST_PER_SWEEP` tasks, so its work grows with the backlog: a
+    class's steady creates never push an old task's re-check back without bound
+    (docs/decisions.md#serve-reservations). It lasts :data:`SWEEP_SECONDS` at most, and
+    ends only when all its requests have. Upstream down ends it, and so does upstream's
+    rate limit, which holds every process's sweeps back for its ``Retry-After``."""
+    db = state.config.database
+    if await run_in_threadpool(partial(holding_creates, db, what="sweeps")):
+        return 0
+    started, ended = time.time(), [0]
+    asking, stopped = asyncio.Semaphore(ASKS_AT_ONCE), asyncio.Event()
+
+    async def passes() -> None:
+        asked = 0
+        while asked < MOST_PER_SWEEP and not stopped.is_set():
+            # stamped when claimed; one claimed earlier in this sweep is not due again
+            rows = await run_in_threadpool(
+                partial(claim, db, state.config.sweep_every, not_since=started)
+            )
+            asks = (_ask(state, row, asking, stopped) for row in rows)
+            outcomes = await asyncio.gather(*asks, return_exceptions=True)
+            for row, outcome in zip(rows, outcomes, strict=True):
+                if isinstance(outcome, BaseException):  # left for the next sweep
+                    log.warning("the sweep could not settle task %s: %r", row[0], outcome)
+                else:
+                    ended[0] += outcome
+            asked += len(rows)
+            if len(rows) < BATCH:  # nothing more due
+                break
+
+    with contextlib.suppress(asyncio.TimeoutError):  # waits for its cancelled requests
+        await asyncio.wait_for(passes(), SWEEP_SECONDS)
+    return ended[0]
 
 
-async def _ask(state: ServeState, row: tuple[Any, ...], asking: asyncio.Semaphore) -> int | None:
-    """Ask upstream about one claimed task and settle it if it ended: 1 if it did, 0 if
-    not, None when upstream could not be reached. Only a status answer settles: an
-    error answer (a 404 or 410 that is not upstream's word, a 5xx, a 429) leaves the
-    task as it is, asked again next time, as a poll does; a stretch of nothing but 404s
-    and 410s is bounded (:func:`~.budgets.unanswered`)."""
+async def _ask(
+    state: ServeState, row: tuple[Any, ...], asking: asyncio.Semaphore, stopped: asyncio.Event
+) -> int:
+    """Ask upstream about one claimed task and settle it if it ended: 1 if it did, else
+    0. Upstream unreachable or rate limiting sets ``stopped``: the sweep's other asks
+    are not sent. Only a status answer settles: an error answer (a 404 or 410 that is
+    not upstream's word, a 5xx) leaves the task as it is, asked again next time, as a
+    poll does; a stretch of nothing but 404s and 410s is bounded
+    (:func:`~.budgets.unanswered`)."""
     task_id, endpoint, upstream_id, task_state, missing_since = row
     db = state.config.database
-    try:
-        async with asking:
+    async with asking:
+        if stopped.is_set():
+            return 0
+        try:
             answer = await state.config.upstream.send(
                 "GET", queue_url("", endpoint, upstream_id) + "/status"
             )
-    except ServeError:
-        return None
+        except ServeError:
+            stopped.set()
+            return 0
+    if says_rate_limited(answer.status, answer.body):
+        stopped.set()
+        wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
+        await run_in_threadpool(partial(hold_creates, db, wait, what="sweeps"))
+        return 0
     if answer.task_unknown:  # upstream no longer knows it: it holds no place now
         await run_in_threadpool(forgotten, db, task_id)
         return 0
@@ -164,3 +208,5 @@ async def _loop(state: ServeState) -> None:
             await sweep_once(state)
         except ServeError as exc:
             log.warning("the sweep could not read the database: %s", exc)
+        except Exception:  # the sweep goes on: it alone settles the tasks nobody polls
+            log.exception("the sweep failed; it goes on")

@@ -4,6 +4,7 @@ on the caller's thread, an interrupt that says which items never started."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -184,3 +185,77 @@ def test_answers_queued_as_the_batch_ends_are_drained_not_taken_for_a_failure(
     works = [lambda _leaving, i=i: answer(i) for i in range(3)]
     assert run_each(get_engine(), works, concurrency=3) == [0, 1, 2]
     assert LateQueue.waited
+
+
+def test_a_halted_batch_lets_the_works_on_the_wire_answer_past_any_grace() -> None:
+    """``halt`` (an AsyncClient's cancelled call: nobody waits on this thread) cuts no
+    work on the wire, even with no grace: a create's answer names a paid task. Before,
+    they were cut after ``answer_grace`` and their request ids were lost. The work that
+    took its slot but never left is cancelled; the gate opens only after that, so a cut
+    would have come first."""
+    gate = Gate()
+    halt = threading.Event()
+    not_left: set[int] = set()
+
+    async def waits_to_leave(leaving: Leaving) -> int:
+        try:
+            while True:
+                await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            not_left.add(2)
+            raise
+
+    raised: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            run_each(
+                get_engine(),
+                [gate.work(0), gate.work(1), waits_to_leave],
+                concurrency=3,
+                answer_grace=0.0,
+                halt=halt,
+            )
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=send)
+    worker.start()
+    assert wait_until(lambda: gate.in_flight == 2)
+    halt.set()
+    assert wait_until(lambda: not_left == {2})  # the batch stopped: what waited never left
+    gate.opened.set()
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert gate.finished == {0, 1}  # both answered: not cut
+    assert len(raised) == 1 and isinstance(raised[0], concurrent.futures.CancelledError)
+
+
+def test_no_on_each_once_the_halt_is_set_even_for_an_answer_already_on_its_way() -> None:
+    """The caller is cancelled as an answer comes: work 1 sets ``halt`` and answers once
+    ``on_each`` heard work 0, so its outcome reaches the waiting thread after the halt,
+    and ``on_each`` is not called for it. Before, the halt was read only before each
+    wait for an answer, not after."""
+    halt = threading.Event()
+    heard: list[int] = []
+
+    async def answers(leaving: Leaving) -> int:
+        leaving.leave()
+        return 0
+
+    async def halts_then_answers(leaving: Leaving) -> int:
+        leaving.leave()
+        while not heard:
+            await asyncio.sleep(0.005)
+        halt.set()
+        return 1
+
+    with pytest.raises(concurrent.futures.CancelledError):
+        run_each(
+            get_engine(),
+            [answers, halts_then_answers],
+            concurrency=2,
+            on_each=lambda i, o: heard.append(i),
+            halt=halt,
+        )
+    assert heard == [0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import signal
@@ -23,7 +24,7 @@ import genwidgets as gw
 from genwidgets._client import lost_contact
 from genwidgets.jobs import job as job_module
 from genwidgets.jobs.engine import get_engine
-from genwidgets.jobs.job import AsyncJob, Job
+from genwidgets.jobs.job import AsyncJob, Job, poll_failed_since
 
 KEY = "sk-job-tests-SECRET-42"
 
@@ -355,6 +356,26 @@ def test_persistent_poll_failures_end_with_server_error(
     fake.faults["response"].extend([error(503, {"detail": "down"})] * 50)
     with pytest.raises(gw.ServerError):
         job.result(timeout=60)  # about 1.5 s of backoff: a generous bound
+
+
+def test_a_jobs_last_poll_failure_is_kept_until_a_status_answers(fake: FakeGateway) -> None:
+    """A batch tells lost contact from silence after a failed deadline cancel by its job
+    (``poll_failed_since``): the last poll's failure for want of contact and its time,
+    kept until a status answers (the batch asked a status itself, on a pool of threads)."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 3 + [{"status": "COMPLETED"}]
+    down = [error(503, {"detail": "down"})] * 10_000
+    fake.faults["status"].extend(down)
+    fake.faults["response"].extend(down)
+    patient = dataclasses.replace(FAST_POLICY, failure_limit=10_000)
+    started = time.time()
+    with gw.Client(BASE, KEY, transport=fake.transport(), poll_policy=patient) as client:
+        job = submit(client)
+        wait_for(lambda: isinstance(poll_failed_since(job, started), gw.ServerError), "a 503")
+        assert poll_failed_since(job, time.time() + 60) is None  # none failed after that
+        fake.faults["status"].clear()
+        fake.faults["response"].clear()
+        assert job.result(timeout=30).ok
+        assert poll_failed_since(job, started) is None  # a status answered since
 
 
 @pytest.mark.slow

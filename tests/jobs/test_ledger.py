@@ -739,6 +739,83 @@ def test_old_rows_keep_no_password_nor_a_tail_of_one_in_their_addresses(tmp_path
     assert not any(word in path.read_bytes() for word in (b"secret", b"hunter2", b"@ss@"))
 
 
+def old_ledger_with_passwords(path: Path, rows: int) -> None:
+    """A ledger of ``rows`` tasks as a version before masking left it: a password in
+    each ``status_url`` (``.../<id>/status``), no ``addresses_masked_since``."""
+    with Ledger(path) as old:
+        for n in range(rows):
+            submit(old, f"req-{n}")
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE tasks SET status_url = 'http://alice:secret@gw.test/' || id || '/status'"
+        )
+        conn.execute("DELETE FROM meta WHERE key = 'addresses_masked_since'")
+    conn.close()
+
+
+def test_masking_a_big_old_ledger_goes_on_where_a_process_that_stopped_left_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old addresses were masked in one transaction inside the open's write: on a big
+    ledger it outlasted ``busy_timeout``, each short-lived process's work was rolled
+    back at its exit, and the password stayed in the file for good."""
+    path = tmp_path / "ledger.sqlite3"
+    old_ledger_with_passwords(path, 25)
+    real_hide = ledger_schema.hide_userinfo
+
+    def stops_at_row_21(text: str) -> str:  # the process ends in its third chunk
+        if "/21/" in text:
+            raise InterruptedError
+        return real_hide(text)
+
+    monkeypatch.setattr(ledger_schema, "MASK_CHUNK", 10)
+    monkeypatch.setattr(ledger_schema, "hide_userinfo", stops_at_row_21)
+    conn = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(InterruptedError):
+        ledger_schema.mask_addresses(conn)
+
+    def still_secret() -> list[int]:  # read as it is, not opened as a ledger (that masks)
+        found = conn.execute("SELECT id FROM tasks WHERE instr(status_url, 'secret')")
+        return [row_id for (row_id,) in found]
+
+    assert still_secret() == list(range(21, 26))  # two chunks committed, one rolled back
+    monkeypatch.setattr(ledger_schema, "hide_userinfo", real_hide)
+    with Ledger(path) as led:
+        meta = dict(led.query("SELECT key, value FROM meta"))
+    assert "addresses_masked_since" in meta and "addresses_masked_upto" not in meta
+    assert still_secret() == []
+    conn.close()
+    assert b"secret" not in path.read_bytes()  # zeroed (its last connection closed)
+
+
+def test_a_ledger_busy_masking_its_old_addresses_does_not_blame_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ledger whose open masked an old file's addresses past its wait said it was
+    "locked by another process": the only process was itself."""
+    path = tmp_path / "ledger.sqlite3"
+    old_ledger_with_passwords(path, 3)
+    real_hide, go_on = ledger_schema.hide_userinfo, threading.Event()
+
+    def slow(text: str) -> str:  # the masking outlasts the open's wait
+        go_on.wait(30)
+        return real_hide(text)
+
+    monkeypatch.setattr(ledger_schema, "hide_userinfo", slow)
+    try:
+        with caplog.at_level("WARNING", "genwidgets"):
+            led = Ledger(path, busy_timeout=0.2)
+        with pytest.warns(LedgerWarning) as caught:
+            led.rows()
+    finally:
+        go_on.set()
+    said = [caplog.text, str(caught[0].message)]
+    assert all("this process is masking the addresses" in text for text in said), said
+    assert not any("another process" in text for text in said), said
+    assert led.flush(30)
+    led.close()
+
+
 def test_marking_old_copies_keeps_the_bytes_of_outputs_that_are_not_utf8(tmp_path: Path) -> None:
     """The once-per-file marking of declined copies read ``outputs`` through the text
     factory, so a byte that was not UTF-8 was written back as U+FFFD, for good."""

@@ -10,6 +10,7 @@ import pytest
 from genwidgets.errors import PayloadError
 from genwidgets.lab.axes import ACCEPTED_FORMS, make_axis, parse_values
 from genwidgets.lab.plan import plan_grid
+from genwidgets.lab.sweep import plan_sweep
 
 T2I = "genW2.5-t2i-preview"
 SPEECH = "speechM-02-turbo"
@@ -104,6 +105,23 @@ def test_bad_axes_are_clear_payload_errors(field: str, values: Any, words: list[
     message = str(caught.value)
     for word in words:
         assert word in message
+
+
+def test_a_seed_axis_on_an_endpoint_that_reads_its_seed_in_the_prompt_says_how() -> None:
+    """imgM takes "--seed N" in its prompt: a seed axis (or a sweep's vary) was refused
+    as an unknown field with no word of what works."""
+    base = {"prompt": "a fox --ar 1:1"}
+    with pytest.raises(PayloadError) as caught:
+        axis("seed", [1, 2], "imgM-v8.1-t2i", base)
+    said = str(caught.value)
+    assert "unknown field 'seed'" in said and 'a group "--seed {1, 2}" in the prompt' in said
+    with pytest.raises(PayloadError, match=r'vary=\{"prompt": \["a fox --seed 1"'):
+        plan_sweep("imgM-v8.1-t2i", base, vary={"seed": [1, 2]})
+    with pytest.raises(PayloadError) as caught:
+        axis(
+            "seed", [1, 2], "vidA-2-0", {"content": [{"type": "text", "text": "a fox"}]}
+        )  # no seed at all
+    assert "in the prompt" not in str(caught.value)
 
 
 def test_an_axis_that_is_not_a_pair_shows_the_accepted_forms() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import csv
 import io
 import itertools
 import json
@@ -383,6 +384,38 @@ def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_r
     assert len(digests) == len(set(digests)) == 3  # each row made once, by the first
     assert [r.status for r in first.rows] == ["done"] * 3
     assert {r["status"] for r in read_manifest(tmp_path / "o").values()} == {"done"}
+
+
+@pytest.mark.slow
+def test_a_batch_ending_after_the_process_that_held_its_rows_writes_them_as_stored(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes sending one batch: the one ending last wrote the other's rows as it
+    saw them at its start (``unknown``, "another process ... holds it"), though they were
+    done with their files. Its last write reads them from the store (issue 38)."""
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "overlap"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["unknown"] * 3  # the first one's
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+        second.wait(timeout=120, progress="none")  # it ends last
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    assert [r.status for r in second.rows] == ["done"] * 3
+    assert second.counts()["unknown"] == 0
+    with open(tmp_path / "o" / "manifest.csv", encoding="utf-8") as table:
+        assert [r["status"] for r in csv.DictReader(table)] == ["done"] * 3
 
 
 @pytest.mark.slow
@@ -820,6 +853,97 @@ def test_a_failed_deadline_cancel_with_polls_failing_too_is_unknown_at_once(
             assert row.status == "unknown" and row.request_id == "r1", row.error
             assert "its cancel failed (ServerError: HTTP 503" in (row.error or "")
             assert "and so did a poll of it (ServerError: HTTP 503" in (row.error or "")
+    finally:
+        gateway.close()
+
+
+class DownThenBack(OneTaskGateway):
+    """A gateway whose task runs until it is cancelled; while ``down`` every poll and
+    cancel gets a 503. ``taken`` counts the cancels it took."""
+
+    down = True
+    taken = 0
+
+    def do_GET(self) -> None:
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            word = "CANCELLED" if self.taken else "IN_PROGRESS"
+            self.send_json({"request_id": "r1", "status": word})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        type(self).taken += 1
+        self.send_json({"request_id": "r1", "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_cancelled(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row past its deadline whose cancel failed for want of contact ends ``unknown``;
+    once its old job gives up, ``submit()`` follows its task again. That follow-up kept
+    the old cancel's time: at the next check it was "left running: its cancel did not end
+    it within N s" with no cancel asked of its task. Now its deadline asks one."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=3)
+    gateway = LoopbackServer(DownThenBack)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
+            ).wait(timeout=60, progress="none")
+            [row] = batch.rows
+            assert row.status == "unknown" and "past its timeout" in (row.error or "")
+            assert row.cancel_asked_at is not None  # its deadline's cancel was asked
+            old = row.job
+            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+            with batch.lock:  # the old cancel's grace is long past
+                row.cancel_asked_at -= 10.0
+            DownThenBack.down = False  # the gateway is back
+            batch.submit().wait(timeout=60, progress="none")
+            assert row.job is not old
+            assert row.status == "timed out", row.error
+            assert DownThenBack.taken == 1  # the cancel asked of the task followed again
+    finally:
+        gateway.close()
+
+
+@pytest.mark.slow
+def test_a_row_cancelled_by_a_person_and_followed_again_has_its_new_job_cancelled(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's cancel not taken (no contact), then the row's polls give up and its task
+    is followed again with a new job: that job is asked to cancel too. The old job's kept
+    cancel ended with it, and the row was "left running" by the old cancel's grace."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 10.0)  # past the follow-up, 2 s on
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=2)
+    gateway = LoopbackServer(DownThenBack)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client)
+            batch.submit()
+            [row] = batch.rows
+            assert wait_for(lambda: row.job is not None, timeout=60)
+            old = row.job
+            assert batch.cancel() == 1
+            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+            DownThenBack.down = False  # the gateway is back for the follow-up
+            batch.wait(timeout=60, progress="none")
+            assert row.job is not old
+            assert row.status == "cancelled", row.error
+            assert DownThenBack.taken == 1
     finally:
         gateway.close()
 

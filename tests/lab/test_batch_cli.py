@@ -577,3 +577,73 @@ def test_a_reader_that_leaves_stops_a_batch_as_ctrl_c_does_without_a_traceback(
     assert "Traceback" not in err, err
     assert "its output's reader left; tasks already created go on" in err
     every_task_made_is_recorded(sim, env)
+
+
+def test_a_grown_rows_file_into_the_same_folder_is_told_flags_that_work(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Explorer (pipes) defect 7: a rows file grown by a row, run again into the same
+    ``--out``, was told "give out= another folder, or id='rows-...' to resume that
+    batch"; following it with ``--id`` was refused again (that batch's rows differ).
+    The command says its flags, and the advice it gives is one that works."""
+    rows = rows_file(tmp_path, 1)
+    argv = [str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--set", "n=1", "--yes"]
+    assert run([*argv, "--out", str(tmp_path / "o")])[0] == 0
+    with rows.open("a") as more:
+        more.write("a heron again,9\n")
+    code, _, err = run([*argv, "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert "; give --out another folder for these rows (batch 'shots-" in err
+    assert "resumes in this one only from the rows and --set it was planned with)" in err
+    assert "out=" not in err and "id=" not in err
+    code, out, _ = run([*argv, "--out", str(tmp_path / "o"), "--json"])  # its JSON too
+    [problem] = json.loads(out)["problems"]
+    assert problem["msg"].endswith("it was planned with)") and "out=" not in problem["msg"]
+    code, out, err = run([*argv, "--out", str(tmp_path / "o2")])  # the advice, followed
+    assert code == 0, err
+
+
+class CreateFails(OneTaskGateway):
+    """A gateway whose create answers 500: a task may exist (its outcome unknown)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"detail": "upstream failed"}, code=500)
+
+
+def test_a_row_whose_create_may_have_made_a_task_names_the_commands_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Explorer (pipes) defect 7: the command's row line said "look for it with
+    client.history()", Python's spelling of ``genwidgets history``."""
+    gateway = LoopbackServer(CreateFails)
+    try:
+        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+        code, out, _ = run(
+            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
+             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+        )  # fmt: skip
+    finally:
+        gateway.close()
+    assert code == 1 and "row 0 (line 2) unknown: " in out
+    assert "look for it with genwidgets history" in out and "client.history()" not in out
+
+
+def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Explorer (pipes) defect 7: a batch paused by creates that kept failing said
+    "Nothing more is sent until batch.submit() (the view's Submit or Go on, ...)"."""
+    gateway = LoopbackServer(OneTaskGateway)
+    gateway.close()  # its port refuses from now on
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+    code, out, _ = run(
+        [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
+         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    assert code == 1 and "Nothing more is sent until the same command is run again" in out
+    assert "submit()" not in out

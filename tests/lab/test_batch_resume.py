@@ -5,12 +5,15 @@ while its creates hang among them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +99,89 @@ def test_a_rerun_after_a_crash_settles_each_reserved_row_by_the_ledger(
     assert "not sent again" in (again.rows[2].error or "")
     assert created(sim) == 4  # rows 1, 3 and 4 sent; 0 and 2 never again
     assert len([p for p in (tmp_path / "o").iterdir() if p.suffix == ".png"]) == 4
+
+
+@contextlib.contextmanager
+def on_a_full_disk(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """The ledger writer's transaction on a full disk (SQLite's SQLITE_FULL)."""
+    raise sqlite3.OperationalError("database or disk is full")
+    yield conn
+
+
+@pytest.mark.slow
+def test_a_batch_whose_home_fills_while_its_creates_leave_makes_each_row_once_when_run_again(
+    home: Path,
+    make_simulator: Callable[..., SimulatorServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The home fills up while a batch's rows are reserved ``sending`` (explorer of the
+    lab, a 2 MB tmpfs): the ledger and its pending notes cannot be written, and the
+    process ends before space comes back. Their creates left all the same, their
+    intents nowhere; the rerun read "no intent" as "never sent" and paid for them again.
+    Now a create leaves only once its intent is kept: they were never sent (NotRecorded),
+    and the rerun sends each row once. SQLITE_FULL played on the ledger's writes."""
+    from genwidgets.jobs.ledger import writer
+    from genwidgets.jobs.ledger.file import LedgerFile
+
+    sim = make_simulator()
+    with gw.Client(sim.base_url, KEY) as first:
+        batch = open_batch(T2I, ROWS[:4], TEMPLATE, out=tmp_path / "o", client=first, id="full")
+        rows = reserve(batch, range(4))  # rows 0-3 sending
+        [job] = first.send_many([rows[0].planned.prepared], tags=[batch.tag(rows[0])])
+        assert first.ledger is not None and first.ledger.flush(30)
+        with pytest.MonkeyPatch.context() as disk, warnings.catch_warnings():
+            # the disk fills up: the ledger's writes and its pending notes fail from here on
+            disk.setattr(writer, "immediate", on_a_full_disk)
+            disk.setattr(LedgerFile, "keep_pending", lambda _self, _notes: "No space left")
+            warnings.simplefilter("ignore", gw.LedgerWarning)
+            outcomes = first.send_many(
+                [row.planned.prepared for row in rows[1:]], tags=[batch.tag(r) for r in rows[1:]]
+            )
+            assert all(isinstance(o, gw.NotRecorded) for o in outcomes), outcomes
+            assert created(sim) == 1  # none of them left
+            first.close()  # the process ends while the disk is still full
+            first.ledger.close()  # its writes left behind, kept nowhere
+        assert first.ledger.tagged([batch.tag(r) for r in rows[1:]]) == []
+    # space is freed
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, ROWS[:4], TEMPLATE, client=second, id="full").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done"] * 4
+    assert again.rows[0].request_id == job.request_id  # re-attached, not created again
+    assert created(sim) == 4  # each row once
+
+
+@pytest.mark.slow
+def test_a_batch_run_on_a_full_home_waits_unsent_and_the_next_run_sends_each_row_once(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """The ledger and its pending notes cannot be written (a full disk): no create
+    leaves; each row waits, saying why, and the batch pauses; the next run sends each
+    row once."""
+    from genwidgets.jobs.ledger import writer
+    from genwidgets.jobs.ledger.file import LedgerFile
+
+    sim = make_simulator()
+    with (
+        warnings.catch_warnings(),  # its close, once space is back, says so
+        gw.Client(sim.base_url, KEY) as client,
+        pytest.MonkeyPatch.context() as disk,
+    ):
+        disk.setattr(writer, "immediate", on_a_full_disk)
+        disk.setattr(LedgerFile, "keep_pending", lambda _self, _notes: "No space left")
+        warnings.simplefilter("ignore", gw.LedgerWarning)
+        full = gw.batch(T2I, ROWS[:3], TEMPLATE, out=tmp_path / "o", client=client, id="full")
+        full.wait(timeout=120, progress="none")
+        assert [r.status for r in full.rows] == ["waiting"] * 3
+        said = full.rows[0].error or ""
+        assert said.startswith("not sent: the home could not record its intent first"), said
+        assert "disk is full" in said and "nothing was paid" in said
+        assert "the home could not record its intent first" in (full.stopped or "")
+        assert full.paused and created(sim) == 0
+    with gw.Client(sim.base_url, KEY) as client:
+        again = gw.batch(T2I, ROWS[:3], TEMPLATE, client=client, id="full").wait(timeout=120)
+    assert [r.status for r in again.rows] == ["done"] * 3
+    assert created(sim) == 3  # each row once
 
 
 @pytest.mark.slow

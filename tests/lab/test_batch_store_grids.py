@@ -5,6 +5,8 @@ the session store of a client without a ledger."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.batch_store import CREATED, GridStore, RowUpdate, SessionTables, store_for
+from genwidgets.lab.batch_store import CREATED, DONE, GridStore, RowUpdate, SessionTables, store_for
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -112,6 +114,9 @@ def test_reads_of_a_file_without_grids_write_nothing(ledger: Ledger) -> None:
     assert store.get("g1") is None
     with pytest.raises(KeyError, match="no grid is stored yet"):
         store.require("g1")
+    with pytest.raises(KeyError) as caught:  # a pasted text as the id: shown short
+        store.require("x" * 100_000)
+    assert "(100000 characters)" in str(caught.value) and len(str(caught.value)) < 200
     assert not GRID_TABLES & tables(ledger)
     store.rate("g1", 0, 3, None)  # the first write makes the tables
     assert tables(ledger) >= GRID_TABLES and store.ratings("g1") == {0: (3, None)}
@@ -323,6 +328,131 @@ def test_without_a_ledger_a_grid_stored_before_it_was_sent_reopens_waiting_to_be
         again.submit(wait=True).wait(timeout=60)
         assert again.run.tally() == (2, 0, 2)
         assert client.request_counts.get("create", 0) == 2
+
+
+def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """A grid re-opened while another kernel sends it: its cells showed "not created"
+    and failed, and this kernel's wait() and submit() never read them again. They are
+    "being sent in another kernel", not failed, and followed (no create) once that kernel
+    has created their tasks, or ended them (read again at a final write too: it showed
+    "done" with no outputs); one whose kernel went away before its answer is settled from
+    the ledger by its tag (it never left: submit() sends it once)."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2, 3]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.rate(grid.cells[1], 2)  # stored, nothing sent
+        other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
+        sending = GridStore(other)
+        taken = sending.reserve(grid.id, [(i, {}) for i in range(3)], {}).taken
+        assert taken == [(0, 1), (1, 1), (2, 1)]
+        again = gw.load_grid(grid.id, client=client)
+        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 3
+        assert again.run.tally() == (0, 0, 3) and not any(c.trouble for c in again.cells)
+        described = again.describe()["cells"]
+        assert [(c["status"], c["error"]) for c in described] == [
+            ("being sent in another kernel", None)
+        ] * 3
+        with pytest.raises(TimeoutError, match="3 of its cells were still being sent in another"):
+            again.wait(timeout=0.3)
+        tasks = [client.submit("genW2.5-t2i-preview", grid.cells[i].payload) for i in (0, 1)]
+        tasks[1].result(60)
+        sending.settle(
+            grid.id,
+            [
+                RowUpdate(0, CREATED, str(tasks[0].request_id)),
+                RowUpdate(1, DONE, str(tasks[1].request_id)),
+            ],
+        )
+        again.run.write_all()  # a final write reads them again: the ended one, as it ended
+        other.close()  # gone before cell 2's create was sent
+        creates = client.request_counts["create"]
+        again.wait(timeout=60)
+        assert [c.request_id for c in again.cells[:2]] == [t.request_id for t in tasks]
+        assert all(c.outputs for c in again.cells[:2]), "followed: their outputs are shown"
+        assert [status_of(c) for c in again.cells] == ["done", "done", "not sent"]
+        assert client.request_counts["create"] == creates  # followed, never created here
+        again.submit(wait=True).wait(timeout=60)
+        assert [status_of(c) for c in again.cells] == ["done"] * 3
+        assert client.request_counts["create"] == creates + 1
+
+
+#: a kernel of its own (one process keeps one store per ledger file, open for writing)
+MAKE_AND_RATE = """
+import sys, genwidgets as gw
+with gw.Client(sys.argv[1], "sim-demo-key") as client:
+    grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
+                   client=client)
+    grid.wait(timeout=60)
+    grid.rate(grid.cells[0], 5, "the one")
+    print(grid.id, *(c.request_id for c in grid.cells))
+"""
+REOPEN = """
+import json, sys, warnings, genwidgets as gw
+with gw.Client(sys.argv[1], "sim-demo-key") as client, warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    grid = gw.load_grid(sys.argv[2], client=client)
+    said = gw.read_export(grid.save_png(sys.argv[3]))
+    print(json.dumps({
+        "warned": [str(x.message) for x in w if x.category is gw.LedgerWarning],
+        "ratings": [[c.rating, c.note] for c in grid.cells],
+        "tally": grid.run.tally(), "outputs": [len(c.outputs) for c in grid.cells],
+        "exported": [c["stars"] for c in said["cells"]],
+    }))
+"""
+
+
+def test_a_finished_grid_reopens_from_a_home_that_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """A full or read-only home: ``load_grid`` raised the store's LedgerError though
+    ``gw.grids()`` listed the grid and history read its tasks. It opens with a
+    LedgerWarning, its ratings and exports read from what is stored, what it learns
+    (each task finished) waits (decisions#ledger-locked-resume)."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+
+    def kernel(code: str, *args: str) -> str:
+        ran = subprocess.run(
+            [sys.executable, "-c", code, simulator.base_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        return ran.stdout.strip().splitlines()[-1]
+
+    grid_id, *request_ids = kernel(MAKE_AND_RATE).split()
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as ledger:  # a kernel gone before its last flush: its tasks "created"
+        store = GridStore(ledger)
+        for index, request_id in enumerate(request_ids):
+            set_request(store, grid_id, index, request_id)
+    if os.geteuid() == 0:  # root ignores modes: an immutable file
+        chattr = shutil.which("chattr")
+        assert chattr is not None, "root without chattr cannot make a file unwritable"
+        subprocess.run([chattr, "+i", str(path)], check=True)
+    else:
+        path.chmod(0o444)
+    try:
+        seen = json.loads(kernel(REOPEN, grid_id, str(tmp_path / "sheet.png")))
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run([shutil.which("chattr") or "chattr", "-i", str(path)], check=True)
+        else:
+            path.chmod(0o644)
+    assert any(f"grid {grid_id} is shown from its store" in w for w in seen["warned"]), seen
+    assert seen["ratings"] == [[5, "the one"], [0, None]]
+    assert seen["tally"] == [2, 0, 2] and seen["outputs"] == [1, 1]
+    assert seen["exported"] == [5, 0]
 
 
 #: the grid tables of genwidgets before grids ran on the run core, as it wrote them

@@ -17,6 +17,7 @@ import tracemalloc
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageChops
@@ -415,6 +416,31 @@ def test_gw_read_export_reads_back_a_sheet_and_a_page(client: gw.Client, tmp_pat
     for name in ("other.html", "plain.png"):
         with pytest.raises(ValueError, match=f"{name} carries no genwidgets grid description"):
             gw.read_export(tmp_path / name)
+
+
+def test_an_export_says_which_cells_the_gateway_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """A task the gateway failed has a request id and no create error: the JSON of both
+    exports said "error": None for it, as for a cell done well. Each cell carries its
+    status and its trouble, as the sheet's tile and the page say them."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    sim = make_simulator(fail_rate=0.5, seed=3)
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", "1-6"), client=client
+        )
+        grid.wait(timeout=60)
+        failed = [c.index for c in grid.cells if c.failed]
+        assert failed and len(failed) < 6  # the simulator failed some cells, not all
+        for saved in (grid.save_png(tmp_path / "s.png"), grid.save_html(tmp_path / "p.html")):
+            cells = gw.read_export(saved)["cells"]
+            assert [c["index"] for c in cells if c["status"] == "failed"] == failed
+            for cell in cells:
+                if cell["index"] in failed:
+                    assert cell["request_id"] and cell["error"].startswith("failed: ")
+                else:
+                    assert (cell["status"], cell["error"]) == ("done", None)
 
 
 def test_an_export_never_decodes_or_reads_more_than_its_caps(

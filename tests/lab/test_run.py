@@ -366,3 +366,30 @@ def test_a_grid_whose_gateway_went_away_says_contact_lost_never_failed_and_goes_
             assert created == 3
     finally:
         proxy.close()
+
+
+def test_a_note_with_half_an_emoji_is_kept_escaped_with_its_stars(tmp_path: Path) -> None:
+    """A page's JSON.stringify of a note cut inside an emoji sends a lone surrogate:
+    SQLite refused it with a bare UnicodeEncodeError and the stars given with it were
+    lost. The note is kept with the surrogate as its escape, the stars with it."""
+    fake = ForecastClient()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    cell = run.rate(0, 5, "best one \ud83e")
+    assert (cell.rating, cell.note) == (5, "best one \\ud83e")
+    assert store.ratings(run.id) == {0: (5, "best one \\ud83e")}
+    store.close()
+
+
+@pytest.mark.parametrize("cell", [2, -1, True, "0", None])
+def test_rating_a_cell_the_grid_lacks_says_which_cells_there_are(tmp_path: Path, cell: Any) -> None:
+    """grid.rate(99, 3) raised a bare IndexError and rate(-1, ...) rated the last cell."""
+    fake = ForecastClient()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    with pytest.raises(ValueError, match=r"rate a cell number 0-1 or one of this grid's cells"):
+        run.rate(cell, 3)
+    assert store.ratings(run.id) == {} and [c.rating for c in run.cells] == [0, 0]
+    store.close()

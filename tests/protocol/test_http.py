@@ -76,6 +76,25 @@ def test_retry_after_seconds_ms_and_http_date() -> None:
     assert parse_retry_after({"retry-after": "-4"}) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ({"retry-after": "1e308"}, GATE_CEILING),
+        ({"retry-after": "inf"}, GATE_CEILING),
+        ({"retry-after-ms": "1e400"}, GATE_CEILING),
+        ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, GATE_CEILING),
+        ({"retry-after": "nan"}, 0.0),
+        ({"retry-after": "-inf"}, 0.0),
+    ],
+)
+def test_a_retry_after_out_of_reason_is_held_to_the_gates_ceiling(
+    header: dict[str, str], seconds: float
+) -> None:
+    """Explorer (pipes) defect 6: ``1e308`` was said in 309 digits and ``inf`` as
+    "retry after inf s"; the gate asks again after its ceiling whatever was said."""
+    assert parse_retry_after(header) == seconds
+
+
 def test_backoff_is_bounded_and_jittered() -> None:
     import random
 

@@ -815,10 +815,12 @@ def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
 class RefusingUpstream(OneTaskGateway):
     """An upstream whose create answers the class's ``create`` (status, body, Retry-After)
     unless it is None (a handle), whose cancel answers ``cancel`` and is then applied
-    (``cancelled``: its status says the task ended cancelled by the user)."""
+    (``cancelled``: its status says the task ended cancelled by the user), and whose
+    result address answers ``result`` unless it is None (as its status)."""
 
     create: tuple[int, Any, str | None] | None = None
     poll: tuple[int, Any, str | None] | None = None
+    result: tuple[int, Any, str | None] | None = None
     cancel: tuple[int, bytes] = (200, b'{"status": "CANCELLATION_REQUESTED"}')
     cancelled = False
 
@@ -839,7 +841,9 @@ class RefusingUpstream(OneTaskGateway):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        if self.poll is not None:
+        if self.result is not None and self.path.endswith("/response"):
+            self.send_scripted(*self.result)
+        elif self.poll is not None:
             self.send_scripted(*self.poll)
         elif type(self).cancelled:
             ended = {"status": "COMPLETED", "error": "cancelled by user"}
@@ -861,6 +865,7 @@ def refusing(tmp_path: Path) -> Iterator[tuple[str, Database]]:
     """A class server (its address and database) over a :class:`RefusingUpstream`, its
     answers reset; no sweep."""
     RefusingUpstream.create, RefusingUpstream.poll, RefusingUpstream.cancelled = None, None, False
+    RefusingUpstream.result = None
     RefusingUpstream.cancel = (200, b'{"status": "CANCELLATION_REQUESTED"}')
     upstream_server = LoopbackServer(RefusingUpstream)
     db = Database(tmp_path / "class.db")
@@ -1249,3 +1254,171 @@ def test_one_sweep_reaches_every_due_task_when_a_class_creates_many(tmp_path: Pa
         upstream_server.close()
     checked = db.run(lambda tx: tx.rows("SELECT checked_at FROM tasks"))
     assert len(checked) == 3 * BATCH and all(row[0] is not None for row in checked)
+
+
+def open_tasks(db: Database, count: int) -> list[str]:
+    """``count`` tasks of alice (no caps), open upstream as ``u0``, ``u1``...: their ids."""
+    add_key(db, "alice", {})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    ids = [budgets.reserve(db, "alice", IMAGE, amounts).task_id for _ in range(count)]
+    for i, task_id in enumerate(ids):
+        budgets.move(db, task_id, "open", upstream_id=f"u{i}")
+    return ids
+
+
+class CountingUpstream(RefusingUpstream):
+    """An upstream whose status answers ``answer`` (status, body, Retry-After) once
+    ``release`` is set (at once unless cleared); ``asked`` counts the requests."""
+
+    answer: tuple[int, Any, str | None] = (200, {"status": "IN_PROGRESS"}, None)
+    release = threading.Event()
+    asked = 0
+
+    def do_GET(self) -> None:
+        type(self).asked += 1
+        self.release.wait(60)
+        with contextlib.suppress(ConnectionError):  # a sweep past its deadline hung up
+            self.send_scripted(*self.answer)
+
+
+@pytest.fixture
+def counting(tmp_path: Path) -> Iterator[tuple[ServeState, Database]]:
+    """A sweeper's state (``sweep_every`` 5 s) over a :class:`CountingUpstream`, reset."""
+    CountingUpstream.answer = (200, {"status": "IN_PROGRESS"}, None)
+    CountingUpstream.asked = 0
+    CountingUpstream.release.set()
+    upstream_server = LoopbackServer(CountingUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    upstream = Upstream(upstream_server.base, TEACHER_KEY, timeout=60)
+    try:
+        yield ServeState(ServeConfig(upstream=upstream, database=db, sweep_every=5.0)), db
+    finally:
+        CountingUpstream.release.set()
+        upstream_server.close()
+        db.close()
+
+
+def test_upstreams_rate_limit_ends_the_sweep_and_holds_back_the_next(
+    counting: tuple[ServeState, Database],
+) -> None:
+    """A sweep read upstream's 429 to a status as any error answer and went on: 200
+    status requests in one sweep, all refused, each prolonging the limit. The first 429
+    ends the sweep (the requests already sent end too), and every process's sweeps wait
+    out its Retry-After."""
+    from genwidgets.serve.sweep import ASKS_AT_ONCE, BATCH
+
+    state, db = counting
+    open_tasks(db, 3 * BATCH)
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+    CountingUpstream.answer = (429, limited, "30")
+    asyncio.run(sweep_once(state))
+    assert 1 <= CountingUpstream.asked <= ASKS_AT_ONCE
+    db.run(lambda tx: tx.run("UPDATE tasks SET checked_at = NULL"))  # every task due
+    asyncio.run(sweep_once(ServeState(state.config)))
+    assert CountingUpstream.asked <= ASKS_AT_ONCE
+    assert budgets.holding_creates(db, what="sweeps") > 25
+    assert budgets.holding_creates(db) == 0.0  # a status's limit holds no create back
+
+
+def test_a_sweep_ends_by_its_deadline_even_when_upstream_hangs(
+    counting: tuple[ServeState, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SWEEP_SECONDS`` was checked only before a pass: a pass of status requests upstream
+    was slow to answer ran on past it (38 s against a 30 s promise, and up to a pass of
+    upstream timeouts). The whole sweep has one deadline; what it claimed and did not
+    hear about stays as it was, for the next sweep."""
+    from genwidgets.serve import sweep
+
+    state, db = counting
+    monkeypatch.setattr(sweep, "SWEEP_SECONDS", 0.5)
+    ids = open_tasks(db, 3)
+    CountingUpstream.release.clear()  # upstream answers no status until the test ends
+
+    async def bounded() -> int:  # a guard on the test, not the sweep's deadline
+        return await asyncio.wait_for(sweep_once(state), 30)
+
+    assert asyncio.run(bounded()) == 0
+    CountingUpstream.release.set()
+    assert CountingUpstream.asked == 3
+    assert {t["id"]: t["state"] for t in tasks_of(db)} == dict.fromkeys(ids, "open")
+
+
+def test_a_sweeps_later_pass_stamps_its_own_claim_time(
+    counting: tuple[ServeState, Database],
+) -> None:
+    """Every pass of a sweep stamped its tasks with the sweep's start, so another
+    process's sweep took a task claimed late in a long sweep as long unchecked and asked
+    about it again meanwhile. Each pass stamps the time it claimed."""
+    from genwidgets.serve.sweep import BATCH
+
+    state, db = counting
+    open_tasks(db, 2 * BATCH + 1)
+    asyncio.run(sweep_once(state))
+    stamps = {row[0] for row in db.run(lambda tx: tx.rows("SELECT checked_at FROM tasks"))}
+    assert CountingUpstream.asked == 2 * BATCH + 1  # each asked once
+    assert len(stamps) == 3  # three passes, three claim times
+
+
+def test_one_failing_task_neither_ends_the_sweep_early_nor_stops_the_sweeping(
+    counting: tuple[ServeState, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One task the sweep could not settle (an error neither database could store) made
+    ``asyncio.gather`` raise at once: the sweep ended while its other requests ran on,
+    their answers dropped, and the next sweep overlapped them; an error that was not a
+    ``ServeError`` ended the process's sweeping for good. The others are settled, the
+    failing one is left for the next sweep, and the sweeping goes on."""
+    from genwidgets.serve import sweep
+
+    state, db = counting
+    ids = open_tasks(db, 6)
+    CountingUpstream.answer = (200, {"status": "COMPLETED"}, None)
+
+    def settle_failing_first(database: Database, task_id: str, body: Any, **seen: Any) -> bool:
+        if task_id == ids[0]:
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        return budgets.settle(database, task_id, body, **seen)
+
+    monkeypatch.setattr(sweep, "settle", settle_failing_first)
+    assert asyncio.run(sweep_once(state)) == 5
+    states = {t["id"]: t["state"] for t in tasks_of(db)}
+    assert states == {ids[0]: "open", **dict.fromkeys(ids[1:], "done")}
+
+    sweeps: list[int] = []
+
+    async def failing_sweep(_: ServeState) -> int:
+        sweeps.append(1)
+        raise RuntimeError("an error the sweep did not foresee")
+
+    async def sweep_twice() -> None:
+        async with sweep.sweeping(ServeState(replace(state.config, sweep_every=0.01)))(None):
+            for _ in range(3000):  # bounded: each turn yields to the sweeping
+                if len(sweeps) >= 2:
+                    break
+                await asyncio.sleep(0.01)
+
+    monkeypatch.setattr(sweep, "sweep_once", failing_sweep)
+    asyncio.run(sweep_twice())
+    assert len(sweeps) >= 2
+
+
+def test_404s_to_a_running_tasks_result_address_never_make_it_unknown(
+    refusing: tuple[str, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A student's client waiting on the result address of a running task, answered a
+    router's bare 404 there while its status said ``IN_PROGRESS``: two such answers a
+    stretch apart made the task ``unknown``, its place freed, the teacher asked to
+    settle it. Only 404s to its status count: upstream's own word about the task."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)  # the second such answer ends a stretch
+    RefusingUpstream.result = (404, {"detail": "Not Found"}, None)
+    base, db = refusing
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        answers = [api.get(handle["response_url"]).status_code for _ in range(3)]
+        states = [t["state"] for t in tasks_of(db)]
+        status = api.get(handle["status_url"]).json()["status"]
+    assert answers == [502, 502, 502] and status == "IN_PROGRESS"
+    assert states == ["open"]

@@ -373,3 +373,68 @@ def test_upstreams_hold_on_creates_is_the_classs_and_the_teacher_clears_it(
         assert clear_hold(other) > 0 and holding_creates(db) == 0.0
     finally:
         other.close()
+
+
+@pytest.mark.parametrize(
+    ("said", "stored"),
+    [("bad\x00input", "bad\\x00input"), ("bad \ud800 input", "bad \\ud800 input")],
+    ids=["nul", "lone-surrogate"],
+)
+def test_a_failed_tasks_error_no_database_can_hold_is_stored_escaped(
+    db: Database, said: str, stored: str
+) -> None:
+    """Upstream's error is stored as it wrote it: one holding a NUL (PostgreSQL refuses
+    it) or a lone surrogate (neither database encodes it) made every settle of the task
+    fail, so it stayed open, its cost reserved for ever. Those characters are stored as
+    escapes, the task fails and gives its reservation back."""
+    add_key(db, "alice", {"tasks": 5})
+    task_id = reserve(db, "alice", IMAGE, charge_of(IMAGE, {"prompt": "x", "n": 1}, {})).task_id
+    move(db, task_id, "open", upstream_id="up-1")
+    assert settle(db, task_id, {"status": "COMPLETED", "error": said}, seen="open")
+    [task] = tasks_of(db)
+    assert (task["state"], task["error"]) == ("failed", stored)
+    assert held(db, "alice")["tasks"] == 0
+
+
+def test_clearing_the_hold_never_deletes_a_newer_one(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve hold --clear`` read the hold and deleted whatever was there: a longer hold
+    another process's 429 wrote in between was deleted unseen, and the teacher told the
+    old one's seconds. Only the hold read is deleted (the write is forced in just before
+    the delete)."""
+    from genwidgets.serve.budgets import clear_hold, hold_creates, holding_creates
+    from genwidgets.serve.db import Tx
+
+    now = time.time()
+    hold_creates(db, 5.0, now=now)
+    real_run = Tx.run
+
+    def upstream_429_first(tx: Tx, text: str, params: Any = ()) -> int:
+        if text.startswith("DELETE FROM holds"):  # another process's 429 lands now
+            real_run(tx, "UPDATE holds SET until = ? WHERE name = 'creates'", (now + 600,))
+        return real_run(tx, text, params)
+
+    monkeypatch.setattr(Tx, "run", upstream_429_first)
+    assert clear_hold(db) <= 5.0
+    monkeypatch.undo()
+    assert holding_creates(db, now=now) == pytest.approx(600.0)
+
+
+def test_a_sweep_claims_a_task_once_and_stamps_when_it_claimed_it(db: Database) -> None:
+    """Every pass of a sweep stamped its tasks with the sweep's start: a task claimed in
+    a late pass looked long unchecked to another process's sweep, which asked about it
+    again meanwhile. A claim is stamped with its own time, and a sweep's later passes
+    skip what it claimed since it started (``not_since``)."""
+    from genwidgets.serve.sweep import claim
+
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    task_id = reserve(db, "alice", IMAGE, amounts).task_id
+    move(db, task_id, "open", upstream_id="up-1")
+    started = time.time()
+    assert [row[0] for row in claim(db, 5.0, started + 20)] == [task_id]
+    stamped = db.run(lambda tx: tx.one("SELECT checked_at FROM tasks"))
+    assert stamped == (pytest.approx(started + 20),)
+    assert claim(db, 5.0, started + 40, not_since=started) == []  # the same sweep
+    assert [row[0] for row in claim(db, 5.0, started + 40)] == [task_id]  # the next one

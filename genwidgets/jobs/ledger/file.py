@@ -33,7 +33,7 @@ except ImportError:  # Windows: appenders are not serialised (a process's notes 
 from ..._config import ENV_HOME, hide_userinfo, redact
 from ...errors import LedgerError, LedgerWarning
 from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
-from .schema import ensure_schema
+from .schema import addresses_masked, ensure_schema, mask_addresses
 from .writer import (
     FAULT_PAUSE,
     FaultAction,
@@ -50,6 +50,8 @@ T = TypeVar("T")
 __all__ = ["LedgerFile", "Undecodable", "damage", "merge_notes", "quick_check", "raise_if_damaged"]
 
 log = logging.getLogger("genwidgets")
+#: what the writer does while :attr:`LedgerFile.masking`, as said when it is waited for
+MASKING = "masking the addresses an older genwidgets stored, once per file (resumed if cut short)"
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _CANTOPEN = 14  # SQLITE_CANTOPEN: too many open files, a folder made unreadable
 _HERE = os.path.dirname(__file__)
@@ -263,6 +265,9 @@ class LedgerFile:
         self.locked_out = False
         #: why the file cannot be written (None while it can): writes are kept meanwhile
         self.unwritable: str | None = None
+        #: the writer is masking the addresses of an older version's file, in short
+        #: writes of this process's own: a wait for it is no lock held elsewhere
+        self.masking = False
         #: writes given up because the file failed them for another reason than a busy
         #: file or a disk fault
         self.dropped = 0
@@ -438,6 +443,12 @@ class LedgerFile:
                     f"{self.path} is damaged (integrity check: {problem})", replaceable=True
                 )
             ensure_schema(conn, self.path)  # first: a file that is not ours stays untouched
+            if not addresses_masked(conn):  # an older version's file: its own long write
+                self.masking = True
+                try:
+                    mask_addresses(conn)
+                finally:
+                    self.masking = False
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -605,9 +616,11 @@ class LedgerFile:
         tasks = [f"{note['endpoint']} {note['request_id']}" for note in notes if "row" in note]
         why = self.keep_pending(notes) if notes else ""
         cause = (
-            "another process held its lock"
-            if self.unwritable is None
-            else f"it could not be written: {self.unwritable}"
+            f"it could not be written: {self.unwritable}"
+            if self.unwritable is not None
+            else f"this process was still {MASKING}"
+            if self.masking
+            else "another process held its lock"
         )
         message = (
             f"genwidgets: {unwritten} write(s) could not reach the task ledger {self.path} "
@@ -633,20 +646,33 @@ class LedgerFile:
             )
             if self.pending_path.exists():
                 message += (
-                    f" or the notes an earlier process left in {self.pending_path} (still "
+                    f" or the notes another process kept in {self.pending_path} (still "
                     "there, for the next open)"
                 )
             message += "."
         self.warn(message)
 
     def pending_handles(self) -> list[Note]:
-        """The handle notes in :attr:`pending_path`: created tasks a process left there,
-        not in the file until the next write records them."""
+        """The handle notes in :attr:`pending_path`: created tasks a process kept there
+        (it may still run: it keeps them as they are held), not in the file until a
+        write records them. Each with the ``gateway`` of its intent's note when that is
+        there too (its intent was held as well)."""
         try:
             lines = self.pending_path.read_text(encoding="utf-8").splitlines()
         except OSError:
             return []
-        return [note for note in map(_note, lines) if note is not None and "row" in note]
+        notes = [note for note in map(_note, lines) if note is not None]
+        gateways = {
+            (n.get("host"), n.get("pid"), n["ticket"]): n.get("gateway")
+            for n in notes
+            if "ticket" in n
+        }
+        handles = [note for note in notes if "row" in note]
+        for note in handles:
+            found = gateways.get((note.get("host"), note.get("pid"), note["row"]))
+            if found is not None:
+                note.setdefault("gateway", found)
+        return handles
 
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in
@@ -702,15 +728,23 @@ class LedgerFile:
             self._checked_at_fault = True
             if self.unwritable is None:
                 self.unwritable = redact(str(exc))
+                kept = (
+                    f"The created tasks are also kept in {self.pending_path} as they come "
+                    "(unless that disk is full too), for the next genwidgets to record if "
+                    "this process ends first, and each is named in a warning at exit."
+                )
+                if not os.access(self.pending_path.parent, os.W_OK):  # a read-only home
+                    kept = (
+                        "Its folder cannot be written either, so nothing is kept beside it: "
+                        "if this process ends first, each created task is named in a "
+                        "warning at exit."
+                    )
                 self._notice(
                     f"genwidgets: the task ledger {self.path} cannot be written now "
                     f"({self.unwritable}). New tasks, their statuses and results are kept in "
                     "this process, in order, and written there as soon as it can be written "
                     f"(tried every {FAULT_PAUSE:g} s and at each new write); keep this kernel "
-                    "running until then. Free disk space or make the file writable. The "
-                    f"created tasks are also kept in {self.pending_path} as they come (unless "
-                    "that disk is full too), for the next genwidgets to record if this "
-                    "process ends first, and each is named in a warning at exit."
+                    f"running until then. Free disk space or make the file writable. {kept}"
                 )
             return "keep"
         self._checked_at_fault = False  # another fault: the next is checked again

@@ -23,7 +23,15 @@ from ...errors import LedgerError
 from .rows import COPY_GIVEN_UP, FINISHED
 from .writer import immediate
 
-__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
+__all__ = [
+    "APPLICATION",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "addresses_masked",
+    "ensure_schema",
+    "mask_addresses",
+    "schema_is_current",
+]
 
 SCHEMA_VERSION = 5
 APPLICATION = "genwidgets-ledger"
@@ -152,14 +160,47 @@ ADDRESSES_MASKED_SINCE = "addresses_masked_since"
 _ADDRESS_COLUMNS = ("gateway", "status_url", "response_url", "cancel_url", "error")
 
 
-def _mask_addresses(conn: sqlite3.Connection) -> None:
+#: ``meta`` key: the last row id whose addresses are masked, while masking is under way
+ADDRESSES_MASKED_UPTO = "addresses_masked_upto"
+#: rows masked in one transaction: a big old ledger is masked over short writes (each
+#: committed, resumed where the last stopped), none outlasting ``busy_timeout``
+MASK_CHUNK = 5000
+
+
+def addresses_masked(conn: sqlite3.Connection) -> bool:
+    """Whether every stored address of the file is masked (a read: no lock needed)."""
+    found = conn.execute("SELECT 1 FROM meta WHERE key = ?", (ADDRESSES_MASKED_SINCE,))
+    return found.fetchone() is not None
+
+
+def mask_addresses(conn: sqlite3.Connection) -> None:
     """Once per file: every stored address masked as clients now mask them. Rows of
     older versions kept a password (``http://alice:secret@host``), or, masked before a
-    password's ``@`` was understood, its tail (``u:***@ss@host``). Read and written as
-    bytes, so text that is not UTF-8 around it is kept as it was."""
+    password's ``@`` was understood, its tail (``u:***@ss@host``). In transactions of
+    :data:`MASK_CHUNK` rows, each committed with where it got to, so a process that
+    stops midway (a short-lived one exits) leaves the next open less to do, and no
+    more than a chunk is in memory; the ``meta`` key is set once the last is done."""
+    while not addresses_masked(conn):
+        with immediate(conn):
+            _mask_chunk(conn)
+
+
+def _mask_chunk(conn: sqlite3.Connection) -> None:
+    """The next :data:`MASK_CHUNK` rows masked (inside the caller's transaction), read
+    and written as bytes, so text that is not UTF-8 around an address is kept."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if ADDRESSES_MASKED_SINCE in meta:  # another process finished meanwhile
+        return
+    after = int(float(meta.get(ADDRESSES_MASKED_UPTO, 0)))
+    last = conn.execute(
+        "SELECT id FROM tasks WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?", (after, MASK_CHUNK - 1)
+    ).fetchone()
+    upto = last[0] if last else conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()[0]
     columns = ", ".join(f"CAST({name} AS BLOB)" for name in _ADDRESS_COLUMNS)
     has_at = " OR ".join(f"instr({name}, '@') > 0" for name in _ADDRESS_COLUMNS)
-    found = conn.execute(f"SELECT id, {columns} FROM tasks WHERE {has_at}").fetchall()
+    found = conn.execute(
+        f"SELECT id, {columns} FROM tasks WHERE id > ? AND id <= ? AND ({has_at})", (after, upto)
+    ).fetchall()
     if found:  # the old text is zeroed, not left in a free part of a page
         conn.execute("PRAGMA secure_delete = ON")
     for row_id, *values in found:
@@ -173,6 +214,12 @@ def _mask_addresses(conn: sqlite3.Connection) -> None:
                     f"UPDATE tasks SET {name} = CAST(? AS TEXT) WHERE id = ?",
                     (masked.encode("utf-8", errors="surrogateescape"), row_id),
                 )
+    if last is not None:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ADDRESSES_MASKED_UPTO, upto)
+        )
+        return
+    conn.execute("DELETE FROM meta WHERE key = ?", (ADDRESSES_MASKED_UPTO,))
     conn.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
         (ADDRESSES_MASKED_SINCE, time.time()),
@@ -201,7 +248,6 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
         meta.get("application") == APPLICATION
         and meta.get("schema_version") == str(SCHEMA_VERSION)
         and COPIES_MARKED_SINCE in meta
-        and ADDRESSES_MASKED_SINCE in meta
     )
 
 
@@ -254,5 +300,5 @@ def _migrate_or_refuse(conn: sqlite3.Connection, tables: set[str], path: Path) -
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     if COPIES_MARKED_SINCE not in meta:  # not a new schema version: older genwidgets reads it
         _mark_old_copies(conn)
-    if ADDRESSES_MASKED_SINCE not in meta:  # the same
-        _mask_addresses(conn)
+    # the addresses (ADDRESSES_MASKED_SINCE) are masked after, by mask_addresses: in
+    # short writes of their own, not in this one

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import difflib
 import json
 import logging
@@ -20,7 +21,7 @@ from typing import Any
 from ..._config import home
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
-from .file import LedgerFile, Undecodable, raise_if_damaged
+from .file import MASKING, LedgerFile, Undecodable, raise_if_damaged
 from .lease import HOST, Claim, Leases, left_to_other_kernels, left_to_their_keys, pid_alive
 from .rows import (
     COLUMN_NAMES,
@@ -30,6 +31,7 @@ from .rows import (
     FINISHED,
     MAX_LIMIT,
     NOT_ANOTHER_KEYS,
+    NOT_CREATED,
     OK,
     OUTCOME_UNKNOWN,
     STATES,
@@ -135,9 +137,10 @@ class Ledger:
             opened.result(timeout=min(OPEN_WAIT, self.busy_timeout))
         except concurrent.futures.TimeoutError:
             log.warning(
-                "genwidgets: the ledger %s is busy (locked by another process); "
-                "rows are kept in order and written when it frees",
+                "genwidgets: the ledger %s is busy (%s); rows are kept in order and written "
+                "when it frees",
                 self.path,
+                f"this process is {MASKING}" if self._file.masking else "locked by another process",
             )
         except LedgerError:
             self._queue.stop(0.0)
@@ -356,7 +359,7 @@ class Ledger:
                 params.append(status.strip())
         where = " AND ".join(f"({c})" for c in clauses) or "1"
         if not self.flush():
-            self._say_behind()
+            self._say_behind(gateway)
         if limit is not None and wanted_state is None:
             return self._select(
                 f"{where} ORDER BY id DESC LIMIT {limit}", tuple(params), wait=False
@@ -366,24 +369,48 @@ class Ledger:
             found = [row for row in found if row.state == wanted_state]
         return found if limit is None else found[:limit]
 
-    def left_pending(self) -> list[tuple[str, str, float]]:
-        """``(endpoint, request_id, created_at)`` of the created tasks a process left in
-        the pending notes beside the file (docs/decisions.md#ledger-left-behind): not in
-        the file until this ledger's next write gets through (a lock held elsewhere)."""
+    def left_pending(
+        self, gateway: str | None = None
+    ) -> list[tuple[str, str, float, int | None, str | None]]:
+        """``(endpoint, request_id, created_at, pid, host)`` of the created tasks another
+        process kept in the pending notes beside the file, of ``gateway`` when given
+        (docs/decisions.md#ledger-left-behind): not in the file until a write gets
+        through (a lock held elsewhere). That process may still run: it keeps its held
+        writes as they are held, and records them itself once the lock frees."""
         mine = (HOST, os.getpid())  # this process's own held writes are said apart
-        found: dict[tuple[str, str], float] = {}  # a note kept when held, again at exit
-        for note in self._file.pending_handles():
-            if (note.get("host"), note.get("pid")) != mine:
-                found.setdefault((note["endpoint"], note["request_id"]), float(note["at"]))
-        return [(endpoint, request_id, at) for (endpoint, request_id), at in found.items()]
+        notes = [n for n in self._file.pending_handles() if (n.get("host"), n.get("pid")) != mine]
+        if gateway is not None:
+            notes = [n for n in notes if self._gateway_of(n) in (gateway, None)]
+        found: dict[tuple[str, str], Note] = {}  # a note kept when held, again at exit
+        for note in notes:
+            found.setdefault((note["endpoint"], note["request_id"]), note)
+        return [
+            (endpoint, request_id, float(n["at"]), n.get("pid"), n.get("host"))
+            for (endpoint, request_id), n in found.items()
+        ]
 
-    def _say_behind(self) -> None:
+    def _gateway_of(self, note: Note) -> str | None:
+        """The gateway of a handle note: its intent's note's, else its row's on disk
+        (None when neither can be read: the note is listed, not hidden)."""
+        if "gateway" in note:
+            return str(note["gateway"])
+        row = note.get("row")
+        if not isinstance(row, int) or row <= 0:
+            return None
+        with contextlib.suppress(LedgerError):
+            found = self._file.read("SELECT gateway FROM tasks WHERE id = ?", (row,))
+            return str(found[0][0]) if found else None
+        return None
+
+    def _say_behind(self, gateway: str | None) -> None:
         """``rows`` read while this process's writes still wait (a lock held elsewhere,
         a file that cannot be written): say so, and name the created tasks an earlier
         process left in the pending notes, which are not in the file yet either."""
         why = (
             f"cannot be written now ({self.unwritable})"
             if self.unwritable is not None
+            else f"is busy: this process is {MASKING}"
+            if self._file.masking
             else f"is locked by another process (more than {self.busy_timeout:g} s)"
         )
         message = (
@@ -391,11 +418,15 @@ class Ledger:
             f"{self.pending} write(s) still waiting in this process (written, in order, once "
             "it can be; a client's history() adds its own jobs of this session)."
         )
-        waiting = [f"{endpoint} {request_id}" for endpoint, request_id, _ in self.left_pending()]
+        waiting = [
+            f"{endpoint} {request_id}" for endpoint, request_id, *_ in self.left_pending(gateway)
+        ]
         if waiting:
             message += (
-                f" {len(waiting)} created task(s) an earlier process left in "
-                f"{self._file.pending_path} are not there yet either (endpoint request_id): "
+                f" {len(waiting)} created task(s) another process keeps in "
+                f"{self._file.pending_path} (it may still be running: it records them at "
+                "its next write, or the next open does) are not there yet either "
+                "(endpoint request_id): "
                 f"{', '.join(waiting[:20])}{' ...' if len(waiting) > 20 else ''}; follow "
                 "one with client.job(endpoint, request_id)."
             )
@@ -503,7 +534,55 @@ class Ledger:
         for start in range(0, len(tags), TAGS_PER_QUERY):
             some = tuple(tags[start : start + TAGS_PER_QUERY])
             found += self._select(f"tag IN ({', '.join('?' * len(some))})", some, wait=False)
-        return sorted(found, key=lambda row: row.id)
+        found.sort(key=lambda row: row.id)
+        return self._with_held(found, set(tags)) if self._queue.pending else found
+
+    def _with_held(self, found: list[LedgerRow], tags: set[str]) -> list[LedgerRow]:
+        """``found`` and what this process's held writes (a lock, a full disk) say of
+        them: its intents of ``tags`` not on disk yet, as rows with their ticket for id,
+        and the handles and failures of theirs and of ``found``. A create that left with
+        its intent held is then never read as never sent by a rerun in this process
+        (docs/decisions.md#ledger-intent)."""
+        notes = self._queue.notes()
+        handles = {n["row"]: n for n in notes if "row" in n and "request_id" in n}
+        failed = {n["failed"]: n for n in notes if "failed" in n}
+
+        def settled(row: LedgerRow) -> LedgerRow:
+            if row.request_id is None and row.id in handles:
+                made = handles[row.id]["request_id"]
+                return dataclasses.replace(row, request_id=made, state=SUBMITTED)
+            if row.request_id is None and row.id in failed:
+                fail = failed[row.id]
+                state = NOT_CREATED if fail["created_nothing"] else OUTCOME_UNKNOWN
+                return dataclasses.replace(row, state=state, error=fail["error"])
+            return row
+
+        held = [
+            LedgerRow(
+                id=note["ticket"],
+                gateway=note["gateway"],
+                endpoint=note["endpoint"],
+                request_id=None,
+                state=SUBMITTING,
+                status=None,
+                queue_position=None,
+                payload=json.loads(note["payload"]),
+                submitted_at=note["at"],
+                updated_at=note["at"],
+                finished_at=None,
+                ok=None,
+                error=None,
+                error_type=None,
+                outputs=[],
+                pid=os.getpid(),
+                host=HOST,
+                tag=note["tag"],
+                key_fingerprint=note["key"],
+            )
+            for note in notes
+            if "ticket" in note and note.get("tag") in tags
+        ]
+        return [settled(row) for row in found + held]
 
     def run_times(self, gateway: str, endpoint: str, *, limit: int = 500) -> list[tuple[Any, ...]]:
         """``(request_id, endpoint, payload, handle_at, running_at, done_at, finished_at,

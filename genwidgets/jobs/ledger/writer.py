@@ -103,6 +103,12 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+def _settled(value: bool) -> concurrent.futures.Future[bool]:
+    future: concurrent.futures.Future[bool] = concurrent.futures.Future()
+    future.set_result(value)
+    return future
+
+
 _live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _NOTHING: Any = object()  # the queue had nothing before the idle work was due
 #: a write, the future its caller holds (None: nobody waits any more) and its note
@@ -206,11 +212,27 @@ class WriteQueue:
         since = None if thread is None or not thread.holding() else thread.writing_since
         return 0.0 if since is None else time.monotonic() - since
 
+    def safe(self, note: Note) -> concurrent.futures.Future[bool]:
+        """The future of ``note``'s write (queued, not applied yet) being safe from a
+        kill: True once it is applied or its note kept beside the file by ``keep_held``;
+        False once a try to keep it fails (the disk is full too), its write is given up,
+        or the writer stops. A tagged create leaves only then
+        (docs/decisions.md#ledger-intent)."""
+        thread = self._thread
+        if thread is None:
+            return _settled(False)
+        return thread.when_safe(note)
+
     def kept(self, note: Note) -> bool:
         """Whether ``note`` (of a write not applied yet) was kept beside the file by
         ``keep_held``: another process may have recorded it already."""
         thread = self._thread
         return thread is not None and thread.was_kept(note)
+
+    def notes(self) -> list[Note]:
+        """The notes of the writes not applied yet, in order (this process's)."""
+        thread = self.thread
+        return [] if thread is None else thread.notes()
 
     @property
     def pending(self) -> int:
@@ -273,18 +295,24 @@ class _Thread(threading.Thread):
         self.wake = threading.Event()
         #: its writes were handed to ``left_behind``: it gives up every one it still has
         self.left = False
-        #: the notes ``keep_held`` has on disk, until their writes are applied; the
-        #: thread keeping them (started with the first note) and what wakes it
-        self.kept: list[Note] = []
+        #: the notes ``keep_held`` has on disk, by ``id`` until their writes are applied
+        #: (held here, so no other note takes the id meanwhile); the thread keeping them
+        #: (started with the first note) and what wakes it
+        self.kept: dict[int, Note] = {}
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
         self.keeper: threading.Thread | None = None
+        #: callers of :meth:`WriteQueue.safe` waiting for a note, and the notes among
+        #: ``kept`` whose append is not done yet; both under ``kept_lock``
+        self.safe_waiters: list[tuple[Note, concurrent.futures.Future[bool]]] = []
+        self.appending: list[Note] = []
         self.ended = False  # its last job done: the keeper ends too
         self.start()
 
     def holding(self) -> bool:
-        """Whether the write being applied has waited longer than :data:`STALL` (a lock
-        held elsewhere) or is kept (the file cannot be written)."""
+        """Whether the write being applied (or the idle work: the writes behind it wait
+        as long) has waited longer than :data:`STALL` (a lock held elsewhere) or is kept
+        (the file cannot be written)."""
         since = self.writing_since
         return (
             self.busy_since is not None
@@ -295,7 +323,32 @@ class _Thread(threading.Thread):
     def was_kept(self, note: Note) -> bool:
         """Whether ``note`` itself (not an equal one) is among those kept."""
         with self.kept_lock:
-            return any(kept is note for kept in self.kept)
+            return self.kept.get(id(note)) is note
+
+    def when_safe(self, note: Note) -> concurrent.futures.Future[bool]:
+        """See :meth:`WriteQueue.safe`."""
+        with self.kept_lock:
+            appending = any(kept is note for kept in self.appending)
+            if not appending and self.kept.get(id(note)) is note:
+                return _settled(True)
+            if self.ended or self.left or all(n is not note for n in self.notes()):
+                return _settled(False)  # no longer queued: its caller saw how it ended
+            future: concurrent.futures.Future[bool] = concurrent.futures.Future()
+            self.safe_waiters.append((note, future))
+        self.noted.set()  # the keeper looks now, not after its pause
+        return future
+
+    def tell_safe(self, notes: list[Note] | None, safe: bool) -> None:
+        """Settle the :meth:`when_safe` futures of ``notes`` (None: of every note)."""
+        told: list[tuple[Note, concurrent.futures.Future[bool]]] = []
+        waiting: list[tuple[Note, concurrent.futures.Future[bool]]] = []
+        with self.kept_lock:
+            for waiter in self.safe_waiters:
+                mine = notes is None or any(waiter[0] is note for note in notes)
+                (told if mine else waiting).append(waiter)
+            self.safe_waiters = waiting
+        for _note, future in told:
+            future.set_result(safe)
 
     def watch_notes(self) -> None:
         """A write with a note was queued: the keeper looks at it (started if need be)."""
@@ -312,21 +365,39 @@ class _Thread(threading.Thread):
         cannot do it, as it waits inside SQLite's busy handler."""
         keep_held = self.writes.keep_held
         assert keep_held is not None
+        try:
+            self._keep_while_held(keep_held)
+        finally:
+            self.tell_safe(None, False)  # the writer stopped: nothing keeps them now
+
+    def _keep_while_held(self, keep_held: Callable[[list[Note]], bool]) -> None:
         while not self.ended and not self.left:
             self.noted.clear()
-            waiting = [note for note in self.notes() if not self.was_kept(note)]
+            # one look, under the lock the writer takes to drop an applied note: a note
+            # applied meanwhile is not seen, so never left in kept
+            with self.kept_lock:
+                waiting = [note for note in self.notes() if id(note) not in self.kept]
+                held = bool(waiting) and self.holding()
+                if held:  # first: its write may look for a copy recorded meanwhile
+                    self.kept.update((id(note), note) for note in waiting)
+                    self.appending = waiting  # not safe until the append ends
             if not waiting:
                 self.noted.wait()
                 continue
-            if not self.holding():
+            if not held:
                 self.noted.wait(STALL / 2)  # applied in a few ms, as a rule
                 continue
-            with self.kept_lock:  # first: its write may look for a copy recorded meanwhile
-                self.kept += waiting
-            if not keep_held(waiting):  # the disk is full too: tried again, and at exit
-                with self.kept_lock:
-                    self.kept = [k for k in self.kept if all(k is not n for n in waiting)]
+            kept = keep_held(waiting)
+            with self.kept_lock:
+                self.appending = []
+                if not kept:  # the disk is full too: tried again, and at exit
+                    for note in waiting:
+                        self.kept.pop(id(note), None)
+            if not kept:
+                self.tell_safe(waiting, False)
                 self.noted.wait(FAULT_PAUSE)
+            else:
+                self.tell_safe(waiting, True)
 
     def notes(self) -> list[Note]:
         """The notes of the writes not applied yet, in order (the one being applied first)."""
@@ -367,11 +438,16 @@ class _Thread(threading.Thread):
                 item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
+            if item is not _NOTHING and item is not None:
+                self.writing_note = item[2]  # taken: the keeper sees it while the idle work runs
             if time.monotonic() >= next_idle:  # on time however busy the queue is
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
-                if idle is not None:
+                if idle is not None:  # a lock it meets holds the writes behind it too
+                    self.writing_since = time.monotonic()
                     self._apply(idle, None, keep=False)
+            if item is _NOTHING or item is None:
+                self.writing_since = None
             if item is _NOTHING:
                 continue
             if item is None:
@@ -381,14 +457,19 @@ class _Thread(threading.Thread):
                 self.noted.set()
                 return
             op, future, self.writing_note = item
-            self.writing_since = time.monotonic()
+            if self.writing_since is None:  # else held since the idle work met the lock
+                self.writing_since = time.monotonic()
+            applied = False
             try:
-                self._apply(op, future)
+                applied = self._apply(op, future)
             finally:
-                if self.writing_note is not None:
-                    with self.kept_lock:
-                        self.kept = [k for k in self.kept if k is not self.writing_note]
-                self.writing_since = self.writing_note = None
+                with self.kept_lock:  # with the keeper's look (see _keep_held)
+                    note, self.writing_note = self.writing_note, None
+                    if note is not None:
+                        self.kept.pop(id(note), None)
+                self.writing_since = None
+                if note is not None:
+                    self.tell_safe([note], applied)
                 self.jobs.task_done()
 
     def _open(self) -> sqlite3.Connection:
@@ -406,10 +487,11 @@ class _Thread(threading.Thread):
 
     def _apply(
         self, op: Op | None, future: concurrent.futures.Future[Any] | None, *, keep: bool = True
-    ) -> None:
-        """Run one write until it commits, ends in its own error, or is given up. A write
-        the file cannot take now is kept (unless not ``keep``: the idle work) and tried
-        again every :data:`FAULT_PAUSE` or when woken; its caller gets the error at once."""
+    ) -> bool:
+        """Run one write until it commits, ends in its own error, or is given up (True:
+        it committed). A write the file cannot take now is kept (unless not ``keep``: the
+        idle work) and tried again every :data:`FAULT_PAUSE` or when woken; its caller
+        gets the error at once."""
         set_aside = 0
         result: Any = None
         error: BaseException | None = None
@@ -461,3 +543,4 @@ class _Thread(threading.Thread):
             future.set_exception(error)
         else:
             future.set_result(result)
+        return error is None

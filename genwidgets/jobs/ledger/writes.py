@@ -21,9 +21,9 @@ from typing import Any
 
 from ..._config import hide_userinfo, normal_base_url, redact
 from ..._formats import int_or_none
-from ...errors import LedgerError
+from ...errors import LedgerError, NotRecorded
 from ...protocol.records import Handle, Result, Status
-from .file import LedgerFile
+from .file import PENDING_LOCK_WAIT, LedgerFile
 from .lease import HOST, Leases, heartbeat, pid_alive
 from .rows import (
     COPY_FAILED_AT,
@@ -41,7 +41,7 @@ from .rows import (
     copy_gone,
 )
 from .scrub import error_text, output_record, scrub_payload
-from .writer import WriteQueue
+from .writer import Note, WriteQueue
 
 __all__ = ["SENDING", "LedgerWrites"]
 
@@ -57,6 +57,10 @@ __all__ = ["SENDING", "LedgerWrites"]
 SENDING: set[tuple[str, int]] = set()
 #: intent tickets (negated), unique in this process (``next`` on a count is atomic)
 _TICKETS = itertools.count(1)
+#: seconds a tagged create waits, past ``intent_wait``, for its intent to be safe (on
+#: disk, or its note kept beside the file) before it is refused: the keeper's start
+#: (``STALL``), the pending file's lock (``PENDING_LOCK_WAIT``) and one fsync
+KEEP_WAIT = PENDING_LOCK_WAIT + 2.0
 
 
 def _done(value: Any) -> concurrent.futures.Future[Any]:
@@ -161,6 +165,10 @@ class LedgerWrites:
         self._clock = clock
         self._key = str(file.path.resolve())
         self._ids: dict[int, int] = {}  # intent ticket -> row id
+        #: rows of this process (``submitted_at``, endpoint -> id) up to ``_looked_upto``,
+        #: for its kept intents another process may have recorded (see :meth:`_recorded`)
+        self._recorded_rows: dict[tuple[float, str], int] = {}
+        self._looked_upto = 0
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
@@ -199,7 +207,9 @@ class LedgerWrites:
         standing for the row is returned: every method taking a row id accepts it.
         See docs/decisions.md#the-ledger-and-the-engine.
         """
-        ticket, future, patience = self._queue_intent(gateway, endpoint, payload, tag, fingerprint)
+        ticket, future, patience, _note = self._queue_intent(
+            gateway, endpoint, payload, tag, fingerprint
+        )
         try:
             row_id: int = future.result(timeout=patience)
         except concurrent.futures.TimeoutError:
@@ -224,13 +234,24 @@ class LedgerWrites:
         by a create about to leave: a create that never starts leaves no intent, so a
         process killed with creates waiting for their turn leaves them known never sent
         (docs/decisions.md#one-batch-sender). Cancelled while it waits, the row is
-        recorded as creating nothing. Its warnings reach the next caller of the ledger."""
-        ticket, future, patience = self._queue_intent(gateway, endpoint, payload, tag, fingerprint)
+        recorded as creating nothing. Its warnings reach the next caller of the ledger.
+
+        A tagged create (a batch's row, a grid's cell) returns only once its intent is
+        safe from a kill: on disk, or its note kept beside the file (a lock, a disk
+        fault); else, within :data:`KEEP_WAIT`, it raises :class:`NotRecorded` and its row
+        is recorded as creating nothing, since a rerun reads "no intent" as "never sent"
+        (docs/decisions.md#ledger-intent). An untagged one may leave before."""
+        ticket, future, patience, note = self._queue_intent(
+            gateway, endpoint, payload, tag, fingerprint
+        )
         written = asyncio.wrap_future(future)
         # its end is read here or logged by the file, never left for asyncio to complain of
         written.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:  # wait() never cancels the write: it stays queued, ahead of the task's others
             await asyncio.wait({written}, timeout=patience)
+            landed = written.done() and written.exception() is None
+            if tag is not None and not landed and not await self._until_safe(note):
+                raise self._not_recorded(ticket, written)
         except asyncio.CancelledError:
             never = "never sent: stopped before it left"
             self.record_create_failed(ticket, never, created_nothing=True)
@@ -242,6 +263,31 @@ class LedgerWrites:
             return ticket
         return written.result()
 
+    async def _until_safe(self, note: Note) -> bool:
+        """Whether the write of ``note`` was applied or its note kept beside the file
+        within :data:`KEEP_WAIT` (False: neither can be done now, a full disk)."""
+        safe = asyncio.wrap_future(self._queue.safe(note))
+        await asyncio.wait({safe}, timeout=KEEP_WAIT)
+        return safe.done() and safe.result()
+
+    def _not_recorded(self, ticket: int, written: asyncio.Future[int]) -> NotRecorded:
+        """The error of a tagged create refused for want of a safe intent; its row (if
+        it ever reaches the file, with the notes kept later) is recorded as creating
+        nothing."""
+        fault = written.exception() if written.done() else None
+        why = self._file.unwritable or (
+            redact(str(fault)) if fault is not None else "locked by another process"
+        )
+        said = (
+            f"not sent: the home cannot record it (the task ledger {self._file.path}: {why}; "
+            f"nor could its intent be kept in {self._file.pending_path}), and a batch's or a "
+            "grid's create leaves only once its intent is kept, so that a rerun knows it was "
+            "sent. No task was made, nothing was paid; free disk space (or end the lock) "
+            "and run it again to send it"
+        )
+        self.record_create_failed(ticket, said, created_nothing=True)
+        return NotRecorded(said)
+
     def _queue_intent(
         self,
         gateway: str,
@@ -249,9 +295,9 @@ class LedgerWrites:
         payload: Mapping[str, Any],
         tag: str | None,
         fingerprint: str | None,
-    ) -> tuple[int, concurrent.futures.Future[int], float]:
-        """An intent's insert queued: its ticket, its future, and how long a create may
-        wait for it (not at all while the writer is stalled on a busy file)."""
+    ) -> tuple[int, concurrent.futures.Future[int], float, Note]:
+        """An intent's insert queued: its ticket, its future, how long a create may wait
+        for it (not at all while the writer is stalled on a busy file), and its note."""
         for name, value in (("gateway", gateway), ("endpoint", endpoint)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
@@ -265,26 +311,28 @@ class LedgerWrites:
         def insert(conn: sqlite3.Connection) -> int:
             # held and kept beside the file, it may be there already: another process
             # records kept notes as this one's (docs/decisions.md#ledger-left-behind)
-            found = (
-                self._queue.kept(note)
-                and conn.execute(
-                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
-                    "AND endpoint = ?",
-                    (HOST, os.getpid(), now, endpoint),
-                ).fetchone()
-            )
-            row_id = (
-                found[0]
-                if found
-                else _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
-            )
+            found = self._queue.kept(note) and self._recorded(conn, now, endpoint)
+            row_id = found or _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
             return int(row_id)
 
         writer_stalled = self._queue.stalled
         future = self._queue.put(insert, note=note)
-        return ticket, future, 0.0 if writer_stalled else self.intent_wait
+        return ticket, future, 0.0 if writer_stalled else self.intent_wait, note
+
+    def _recorded(self, conn: sqlite3.Connection, at: float, endpoint: str) -> int | None:
+        """The row of this process's intent made at ``at`` on ``endpoint``, if another
+        process recorded it from the kept notes. Each row is looked at once (ids only
+        grow: AUTOINCREMENT), so a batch of held intents drains in linear time, not one
+        scan of the table each. On the writer's thread only."""
+        for row_id, submitted_at, row_endpoint in conn.execute(
+            "SELECT id, submitted_at, endpoint FROM tasks WHERE id > ? AND host = ? AND pid = ?",
+            (self._looked_upto, HOST, os.getpid()),
+        ):
+            self._recorded_rows[(submitted_at, row_endpoint)] = row_id
+        (self._looked_upto,) = conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()
+        return self._recorded_rows.get((at, endpoint))
 
     def record_handle(self, row_id: int, handle: Handle) -> concurrent.futures.Future[None]:
         """The create request answered with a task handle: the task exists, and this

@@ -1153,6 +1153,27 @@ def test_the_teacher_clears_upstreams_hold_on_creates_in_every_process(
     assert "hold --clear" not in page.text
 
 
+def test_the_teacher_sees_and_clears_the_hold_on_sweeps(
+    refusing: tuple[str, Database], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A status answered 429 (``Retry-After: 600``) held every process's sweeps back
+    for ten minutes, unseen: ``serve hold`` said creates were not held back, and
+    ``--clear`` left it, so tasks nobody polls kept their places and reservations. Both
+    show it, the admin page too, and ``--clear`` ends it."""
+    base, db = refusing
+    budgets.hold_creates(db, 600, what="sweeps")  # a sweep's status answered 429
+    admin = {"Authorization": f"Bearer {add_key(db, 'teacher', {}, admin=True)}"}
+    with httpx.Client(base_url=base, timeout=60) as api:
+        assert "asks about no task" in api.get("/admin", headers=admin).text
+        assert main(["serve", "--database", str(db.path), "hold", "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert shown["holds"]["sweeps"] > 500 and shown["held_seconds"] == 0.0
+        assert main(["serve", "--database", str(db.path), "hold", "--clear"]) == 0
+        assert "status requests go upstream again" in capsys.readouterr().out
+        assert "asks about no task" not in api.get("/admin", headers=admin).text
+    assert budgets.holding_creates(db, what="sweeps") == 0.0
+
+
 @gone_in_other_words
 def test_a_stretch_of_404s_to_a_students_polls_is_bounded_without_a_sweep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: tuple[int, str, bytes]

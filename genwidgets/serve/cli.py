@@ -363,7 +363,7 @@ def _hold(db: Database, args: argparse.Namespace) -> int:
             for what, left in held.items()
             if left
         )
-        text += "\nclear it with: serve hold --clear"
+        text += "\nif upstream answers again sooner: serve hold --clear (ends both)"
     shown = {what: 0.0 if args.clear else left for what, left in held.items()}
     cleared = [what for what, left in held.items() if args.clear and left]
     return say(

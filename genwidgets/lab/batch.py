@@ -824,15 +824,16 @@ class Batch:
 
     def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
         """A row another live process holds, shown here as the store has it (ended there:
-        as it ended; still going there: ``unknown`` here) and never written by this one: the
-        store and the manifest are that process's to write. Under the batch's lock."""
+        as it ended; still going there: ``unknown`` here) and never written nor sent by this
+        one, ended or not: the store and the manifest are that process's to write, and it
+        may retry the row (each re-read shows it anew). Under the batch's lock."""
         row.planned.prepared = None
         row.ended_at = time.time()
+        row.elsewhere = True
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
-            row.elsewhere = False  # ended there: nothing more is that process's to do
             return
-        row.state, row.elsewhere = UNKNOWN, True
+        row.state = UNKNOWN
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
         row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
@@ -1032,9 +1033,22 @@ class Batch:
 
     def retry_failed(self) -> int:
         """Send the failed rows again (a new attempt each, counted by the budget);
-        returns how many."""
+        returns how many. Only rows this process holds whose stored state is still
+        ``failed``: one another live process holds (or took and retried since) is shown
+        as the store has it, never sent from here (two copies of one batch pay once)."""
         with self.lock:
-            failed = [r for r in self.rows if r.state == FAILED]
+            mine = [r for r in self.rows if r.state == FAILED and not r.elsewhere]
+        stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in mine])}
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner} if mine else set()
+        with self.lock:
+            failed = []
+            for row in mine:
+                record = stored.get(row.index)
+                if record is not None and record.owner in others:
+                    self.show_as_stored(row, record)
+                elif row.state == FAILED and (record is None or record.state == FAILED):
+                    failed.append(row)
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
@@ -1053,7 +1067,11 @@ class Batch:
         (``files pending``: a read-only folder, a full disk), from their kept outputs,
         with no new create; returns how many are done now."""
         with self.lock:
-            pending = [r for r in self.rows if r.state == PENDING and r.request_id is not None]
+            pending = [
+                r
+                for r in self.rows
+                if r.state == PENDING and r.request_id is not None and not r.elsewhere
+            ]
         written = 0
         self.attach_all([r for r in pending if r.job is None])  # read back from the ledger
         for row in pending:

@@ -508,16 +508,26 @@ class BatchStore:
         return self._write(write)
 
     def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
-        """Write many rows' changes in one transaction (and give back released spend)."""
+        """Write many rows' changes in one transaction (and give back released spend).
+        A row another live process holds (reserved it) is that process's: no change of
+        this one is written over it (a copy's older view would undo its ``done`` and send
+        it again), but the end of the same task over a state not ended (a grid follows the
+        tasks of another kernel's cells)."""
         if not updates:
             return
         now = time.time()
+        others = sorted(self.tables.alive_owners() - {self.tables.owner})
+        ended = ",".join("?" * len(ENDED))
+        guard = (
+            f"AND (owner IS NULL OR owner NOT IN ({','.join('?' * len(others))}) "
+            f"OR (state NOT IN ({ended}) AND ? IN ({ended}) AND request_id IS ?))"
+        )
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(
                 "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
                 "error = ?, files = COALESCE(?, files), updated_at = ? "
-                "WHERE batch_id = ? AND idx = ?",
+                f"WHERE batch_id = ? AND idx = ? {guard}",
                 [
                     (
                         u.state,
@@ -527,6 +537,11 @@ class BatchStore:
                         now,
                         batch_id,
                         u.index,
+                        *others,
+                        *ENDED,
+                        u.state,
+                        *ENDED,
+                        u.request_id,
                     )
                     for u in updates
                 ],

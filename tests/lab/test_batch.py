@@ -419,6 +419,50 @@ def test_a_batch_ending_after_the_process_that_held_its_rows_writes_them_as_stor
 
 
 @pytest.mark.slow
+def test_a_copy_of_a_batch_never_retries_rows_the_other_process_held_and_retried(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two copies of one batch: the first holds the rows and they fail; the second's
+    re-read showed them failed and took them as its own. Once the first retried them
+    (done), the second's ``retry_failed()`` wrote ``waiting`` over that ``done`` and paid
+    for every row again. A row another live process holds is never sent by this one."""
+    configure(sim, fail_rate=1.0)
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "copies"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        second.wait(timeout=120, progress="none")
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+        assert [r.status for r in first.rows] == ["failed"] * 3
+        second.wait(timeout=120, progress="none")  # its last write re-reads them: failed
+        assert [r.status for r in second.rows] == ["failed"] * 3
+        configure(sim, fail_rate=0.0)
+        assert second.retry_failed() == 0  # the first one's to retry
+        assert first.retry_failed() == 3
+        first.wait(timeout=120, progress="none")
+        assert second.retry_failed() == 0
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["done"] * 3  # re-read from the store
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done: none paid twice
+    store = BatchStore(Ledger(path))
+    try:
+        assert {r.state for r in store.rows("copies")} == {"done"}
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
 def test_a_row_past_its_deadline_is_cancelled_or_left(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:

@@ -42,6 +42,7 @@ from ..errors import (
 )
 from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..protocol.records import says_cancelled
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_store import (
@@ -254,17 +255,25 @@ class Batch:
 
     def attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
         """Follow a row's task: its end queues the row for the finisher (engine thread:
-        a queue put, nothing more), word of it marks the book changed."""
+        a queue put, nothing more), word of it marks the book changed. A new task starts
+        the row's deadline (``created_at``); its task followed again by a new job keeps
+        it, and a cancel asked of the task (a deadline's or a person's) is asked of the
+        new job at once, its grace counting anew (docs/decisions.md#batch-deadlines)."""
+        same_task = row.request_id == str(job.request_id) and row.created_at is not None
+        old = row.job
         row.job, row.request_id = job, str(job.request_id)
-        row.created_at = created_at if created_at is not None else time.time()
         row.rate_limited = 0
-        # a cancel asked of its task before was asked of another job: this one's deadline
-        # (a deadline's) or its grace (a person's) counts anew
-        row.timed_out, row.cancel_asked_at = False, None
-        row.word_at_cancel = None
-        if row.user_cancelled and not job.done():  # a person's cancel holds for the task
+        row.cancel_asked_at, row.word_at_cancel = None, None
+        if not same_task:
+            row.created_at = created_at if created_at is not None else time.time()
+            row.timed_out = False
+        deadline = row.timed_out and self.on_timeout == "cancel"
+        if (row.user_cancelled or deadline) and not job.done():  # it holds for the task
             row.cancel_asked_at = time.time()
-            job.request_cancel()
+            row.word_at_cancel = job.last_status if deadline else None
+            taken = getattr(old, "cancel_requested", False) and kept_cancel(old) is None
+            if not (same_task and taken):  # one the gateway took holds: not asked again
+                job.request_cancel()
         index = row.index
 
         def ended(_job: Any) -> None:
@@ -578,7 +587,7 @@ class Batch:
                 self.update(row, TIMED_OUT)
             else:  # cancelled (by a deadline or a person) is not the gateway's failure
                 cancelled = row.user_cancelled or (
-                    result is not None and result.status == "CANCELLED"
+                    result is not None and says_cancelled(result.status, result.error_type)
                 )
                 row.error = error
                 self.update(row, CANCELLED if cancelled else FAILED)
@@ -815,9 +824,8 @@ class Batch:
                 with self.lock:
                     self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
                 continue
-            with self.lock:  # a lost row come due keeps its deadline; any other starts one
-                due = row.follow_at is not None
-                self.attach(row, job, created_at=row.created_at if due else job.submitted_at)
+            with self.lock:  # a task followed again keeps its deadline (attach)
+                self.attach(row, job, created_at=job.submitted_at)
                 row.follow_at = None
                 if row.state not in (LEFT, CREATED):
                     self.update(row, CREATED)

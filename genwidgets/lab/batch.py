@@ -258,7 +258,7 @@ class Batch:
         a queue put, nothing more), word of it marks the book changed. A new task starts
         the row's deadline (``created_at``); its task followed again by a new job keeps
         it, and a cancel asked of the task (a deadline's or a person's) is asked of the
-        new job at once, its grace counting anew (docs/decisions.md#batch-deadlines)."""
+        new job at once, its grace counting anew (docs/decisions.md#batch-progress)."""
         same_task = row.request_id == str(job.request_id) and row.created_at is not None
         old = row.job
         row.job, row.request_id = job, str(job.request_id)
@@ -1041,9 +1041,10 @@ class Batch:
 
     def retry_failed(self) -> int:
         """Send the failed rows again (a new attempt each, counted by the budget);
-        returns how many. Only rows this process holds whose stored state is still
-        ``failed``: one another live process holds (or took and retried since) is shown
-        as the store has it, never sent from here (two copies of one batch pay once)."""
+        returns how many. Only rows this process holds (none another live process held
+        at its start) whose stored state is still ``failed``: one another live process
+        took and retried since is shown as the store has it, never sent from here (two
+        copies of one batch pay once; the store's ``settle`` guards it too)."""
         with self.lock:
             mine = [r for r in self.rows if r.state == FAILED and not r.elsewhere]
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in mine])}
@@ -1053,10 +1054,11 @@ class Batch:
             failed = []
             for row in mine:
                 record = stored.get(row.index)
-                if record is not None and record.owner in others:
+                if record is None or record.state == FAILED:
+                    if row.state == FAILED and not row.elsewhere:  # not changed meanwhile
+                        failed.append(row)
+                elif record.owner in others:
                     self.show_as_stored(row, record)
-                elif row.state == FAILED and (record is None or record.state == FAILED):
-                    failed.append(row)
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0

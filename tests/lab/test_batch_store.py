@@ -14,6 +14,7 @@ from genwidgets.lab.batch_store import (
     _SCHEMA,
     CREATED,
     DONE,
+    FAILED,
     SENDING,
     WAITING,
     BatchStore,
@@ -189,6 +190,10 @@ def test_a_row_another_live_process_holds_is_never_written_over_by_a_copy(
     holder.settle("b", [RowUpdate(0, DONE, "r0", files=["a.png"]), RowUpdate(1, CREATED, "r1")])
     copy.settle("b", [RowUpdate(0, WAITING), RowUpdate(1, DONE, "r1", files=["b.png"])])
     assert [(r.state, r.files) for r in copy.rows("b")] == [(DONE, ["a.png"]), (DONE, ["b.png"])]
+    holder.settle("b", [RowUpdate(0, FAILED, "r0")])
+    copy.settle("b", [RowUpdate(0, WAITING)])  # a retry of a failed row (reserve decides)
+    assert copy.rows("b")[0].state == WAITING
+    holder.settle("b", [RowUpdate(0, DONE, "r0")])
     holder.close()  # its leases given back: its rows are anyone's
     copy.settle("b", [RowUpdate(0, WAITING)])
     assert copy.rows("b")[0].state == WAITING

@@ -508,26 +508,40 @@ class BatchStore:
         return self._write(write)
 
     def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
-        """Write many rows' changes in one transaction (and give back released spend)."""
+        """Write many rows' changes in one transaction (and give back released spend).
+        A row another live process reserved is written only as that process's rows may
+        be (the guard, checked in the update): ``waiting`` (a retry) over ``failed`` only,
+        so a copy's older view never undoes its ``done`` to send it again; any other
+        change over an ended row (resumed here, as :meth:`Batch.restore` takes them); the
+        same task's end over a row it is sending or following (a grid follows the tasks
+        of another kernel's cells). Rows of this process, of none, or of one that has
+        ended, are written as they come."""
         if not updates:
             return
         now = time.time()
+        others = json.dumps(sorted(self.tables.alive_owners() - {self.tables.owner}))
+        ended = ", ".join(f"'{state}'" for state in ENDED)  # constants of this module
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(
-                "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
-                "error = ?, files = COALESCE(?, files), updated_at = ? "
-                "WHERE batch_id = ? AND idx = ?",
+                "UPDATE batch_rows SET state = :state, request_id = COALESCE(:rid, request_id), "
+                "error = :error, files = COALESCE(:files, files), updated_at = :now "
+                "WHERE batch_id = :batch AND idx = :idx AND (owner IS NULL "
+                "OR owner NOT IN (SELECT value FROM json_each(:others)) "
+                f"OR (:state = '{WAITING}' AND state = '{FAILED}') "
+                f"OR (:state != '{WAITING}' AND state IN ({ended})) "
+                f"OR (state NOT IN ({ended}) AND :state IN ({ended}) AND request_id IS :rid))",
                 [
-                    (
-                        u.state,
-                        u.request_id,
-                        redact(u.error) if u.error else None,
-                        None if u.files is None else json.dumps(list(u.files)),
-                        now,
-                        batch_id,
-                        u.index,
-                    )
+                    {
+                        "state": u.state,
+                        "rid": u.request_id,
+                        "error": redact(u.error) if u.error else None,
+                        "files": None if u.files is None else json.dumps(list(u.files)),
+                        "now": now,
+                        "batch": batch_id,
+                        "idx": u.index,
+                        "others": others,
+                    }
                     for u in updates
                 ],
             )

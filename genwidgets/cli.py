@@ -82,8 +82,12 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
-#: ``resume``'s wait with no ``--wait`` (seconds): it fetches what has finished and lists
-#: what still runs; a task its gateway keeps running held it for ever (a cron job piled up)
+#: ``resume``'s exit status when nothing failed but a task still runs or a copy is still
+#: pending: run it again (sysexits' EX_TEMPFAIL), told apart from 1, a failure, by cron
+EXIT_NOT_YET = 75
+#: ``resume``'s wait with no ``--wait`` (seconds) for tasks to finish: it fetches what has
+#: finished and lists what still runs; a task its gateway keeps running held it for ever
+#: (a cron job piled up). A copy in progress is not cut by it: docs/decisions.md#batch-cli
 RESUME_WAIT = 60.0
 #: seconds between two lines of a command still waiting, on stderr (docs/decisions.md#batch-cli)
 STILL_WAITING_EVERY = 30.0
@@ -154,8 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait",
         type=float,
         default=None,
-        help=f"seconds to wait at most (default {RESUME_WAIT:g}: the tasks still running "
-        "then are listed, and the next resume waits again)",
+        help=f"seconds to wait at most (default {RESUME_WAIT:g} for tasks to finish, and a "
+        "copy of outputs begun runs to its end: the tasks still running then are listed, "
+        f"exit {EXIT_NOT_YET}, and the next resume waits again)",
     )
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
     resume.add_argument(
@@ -471,7 +476,8 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
     with _still_waiting("resume", waited_on):
         for job in jobs:
-            record = _resumed(client, job, max(0.0, deadline - time.monotonic()), silence)
+            left = max(0.0, deadline - time.monotonic())
+            record = _resumed(client, job, left, silence, copies_to_end=args.wait is None)
             records.append(record)
             if not args.json:
                 if record["copies_pending"]:
@@ -494,23 +500,40 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
             if left
             else "nothing to resume: no unfinished task in the ledger"
         )
-    return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
+    return _resume_exit(records)
+
+
+def _resume_exit(records: list[dict[str, Any]]) -> int:
+    """0 all done and copied; 1 a task failed or cannot be followed; ``EXIT_NOT_YET`` only
+    tasks still running or copies still pending, which the next ``resume`` takes on."""
+    if any(not r["ok"] and not r.get("waits_again") for r in records):
+        return EXIT_NOT_DONE
+    return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
 
 
 def _resumed(
-    client: Client, job: Job, left: float, silence: list[Exception | None]
+    client: Client,
+    job: Job,
+    left: float,
+    silence: list[Exception | None],
+    *,
+    copies_to_end: bool = False,
 ) -> dict[str, Any]:
     """One task of ``resume``, waited for at most ``left`` seconds, as its JSON record.
+    ``copies_to_end``: a copy of its outputs begun is waited for to its own download
+    deadline (cut, the next run began it from byte 0 and never had the file).
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
     once), contact lost (polling gave up, or no word within the wait and the gateway
     silent to the command's one ask, ``silence``: one request timeout, not one a task),
-    or not finished yet."""
+    or not finished yet (``waits_again``)."""
     record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
     if client.embedded and not job.done():  # this command's simulator is a new one
         error = _other_simulator(client, job)
     else:
         try:
             result = job.result(timeout=left)
+            if copies_to_end and job.copying is not None and not job.copying.done():
+                result = job.result()  # each download ends by its own deadline
             files = [str(o.path) for o in result.outputs if o.path]
             # copies_pending: outputs not copied within --wait
             return (
@@ -522,6 +545,7 @@ def _resumed(
             error = (
                 f"not finished within {round(exc.timeout, 1):g} s; genwidgets resume waits again"
             )
+            record["waits_again"] = True
             if job.last_status is None and not silence:  # no word from the gateway
                 try:
                     job.status(retries=0)
@@ -530,6 +554,7 @@ def _resumed(
                     silence.append(silent)
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
+                del record["waits_again"]
         except GenwidgetsError as exc:
             error = str(exc)
             if lost_contact(job):

@@ -607,9 +607,29 @@ def test_result_and_resume_end_within_their_wait_while_a_copy_runs(
     assert main(["result", rid, "--wait", "0.2", "--json"]) == 0
     found = json_out(capsys)
     assert (found["status"], found["ok"], found["copies_pending"]) == ("COMPLETED", True, 2)
-    assert main(["resume", "--wait", "0.2", "--json"]) == 0
+    assert main(["resume", "--wait", "0.2", "--json"]) == cli.EXIT_NOT_YET  # not copied yet
     [record] = json_out(capsys)
     assert (record["status"], record["ok"], record["copies_pending"]) == ("COMPLETED", True, 2)
+
+
+def test_resume_with_no_wait_lets_a_copy_in_progress_end(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, fault 1: ``resume``'s default wait cut a slow copy in progress; the next
+    run began it from byte 0, was cut again and exited 0 with no file. The default wait is
+    for tasks to finish: a copy begun runs to its own download deadline (here the file
+    host answers only once the command's wait, 0 s, is over)."""
+    rid = completed_not_copied(file_host)
+    file_host.files_open.clear()
+    file_host.file_asked.clear()
+    monkeypatch.setattr(cli, "RESUME_WAIT", 0.0)
+    threading.Thread(
+        target=lambda: file_host.file_asked.wait(30) and file_host.files_open.set(), daemon=True
+    ).start()
+    assert main(["resume", "--json"]) == 0
+    [record] = json_out(capsys)
+    assert (record["request_id"], record["copies_pending"]) == (rid, 0)
+    assert len(record["files"]) == 2 and all(Path(f).exists() for f in record["files"])
 
 
 def test_result_with_no_wait_waits_for_a_copy_one_client_timeout_in_all(
@@ -1000,7 +1020,8 @@ def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_f
         command.join(30)
     finally:
         gateway.close()
-    assert outcome == [1], "resume did not end at its default deadline"
+    # review 11, fault 4: a task still running is not a failure (exit 1 alerted cron)
+    assert outcome == [cli.EXIT_NOT_YET], "resume did not end at its default deadline"
     said = capsys.readouterr()
     assert "r1  ep                       IN_QUEUE (not finished within 1 s; " in said.out
     assert re.search(

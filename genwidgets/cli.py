@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -361,10 +361,10 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
     rid = job.request_id
     try:
         now = job.status(retries=0)
-        if now.done:
+        if _says_it_ended(now):
             return _ended(args, endpoint, now.status)
-    except (NoAnswer, ServerError, RateLimited):
-        pass  # how the task stands is not known: a cancel is idempotent, send it
+    except GenwidgetsError:  # a 404, a 403, an error shape: the task's state not known
+        pass  # a cancel is idempotent, and one the gateway refuses costs nothing: send it
     try:
         job.cancel()
     except CANCEL_KEPT:
@@ -373,6 +373,18 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         again = f"the task may still run: genwidgets cancel {rid} sends it again"
         return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+
+
+def _says_it_ended(now: Status) -> bool:
+    """Whether a status answer is a task's own saying it ended: a terminal word in a body
+    with no error shape. The spec's ``{"error": {...}}`` or JSend's ``{"status": "error",
+    "message": ...}`` under a 200 is the status address failing, not a task's state: its
+    "error" read as the terminal word ERROR held a cancel back while the task billed on."""
+    body = now.raw
+    if isinstance(body.get("error"), Mapping):
+        return False
+    jsend = body.get("status") in ("error", "fail") and ("message" in body or "data" in body)
+    return now.done and not jsend
 
 
 def _not_known_yet(

@@ -910,6 +910,48 @@ def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said
         assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
 
 
+class StatusSaysNoState(StatusDown):
+    """Task ``r1``'s status address answers ``status_answer`` (code, body): no task's
+    state, whatever its HTTP status."""
+
+    status_answer: tuple[int, dict[str, Any]] = (404, {"detail": "Not Found"})
+
+    def do_GET(self) -> None:
+        self.send_json(self.status_answer[1], self.status_answer[0])
+
+
+@pytest.mark.parametrize(
+    "status_answer",
+    [
+        (404, {"detail": "Not Found"}),  # a framework's route 404
+        (200, {"error": {"code": "INTERNAL", "message": "status backend down"}}),
+        (403, {"detail": "forbidden"}),  # a proxy refusing GET only
+        (200, {"status": "error", "message": "status store timed out"}),  # JSend
+    ],
+)
+def test_cancel_is_sent_unless_a_tasks_own_status_says_it_ended(
+    status_answer: tuple[int, dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 11, fault 2: a status answer that is no task's state (a JSON 404, a 403,
+    an error shape under a 200, JSend's "error" read as the terminal word ERROR) held
+    the cancel back, exit 1, while the task billed on. A cancel the gateway refuses
+    costs nothing: it is sent."""
+    handler = type("Gateway", (StatusSaysNoState,), {"cancels": 0, "status_answer": status_answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == 0
+    finally:
+        gateway.close()
+    assert json_out(capsys) == {"request_id": "r1", "cancel": "asked"}
+    assert handler.cancels == 1
+
+
 class AnswersAtOnce(JsonHandler):
     """Every status ask answered at once, as ``how`` says: a 500, a 429 asking to wait
     1e308 s, or a body past the client's cap (its length said first, so it is refused

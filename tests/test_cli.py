@@ -952,6 +952,37 @@ def test_cancel_is_sent_unless_a_tasks_own_status_says_it_ended(
     assert handler.cancels == 1
 
 
+#: a gateway's refusal that reads like the library's Python advice
+GATEWAY_TEXT = "out= is not a parameter here, give id='abc' and see client.history() in our docs"
+
+
+class RefusesInPythonWords(JsonHandler):
+    def do_GET(self) -> None:
+        self.send_json({"detail": GATEWAY_TEXT}, 400)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_gateways_text_is_said_as_it_came(
+    as_json: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 11, fault 3: the command's flag words (``--out``, ``genwidgets history``)
+    were put into the gateway's own error text."""
+    gateway = LoopbackServer(RefusesInPythonWords)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-words")
+    try:
+        main(["status", "r1", "--endpoint", "ep", *(["--json"] if as_json else [])])
+    finally:
+        gateway.close()
+    said = capsys.readouterr()
+    shown = json.loads(said.out)["error"] if as_json else said.err
+    assert GATEWAY_TEXT in shown, shown
+
+
 class AnswersAtOnce(JsonHandler):
     """Every status ask answered at once, as ``how`` says: a 500, a 429 asking to wait
     1e308 s, or a body past the client's cap (its length said first, so it is refused

@@ -31,6 +31,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
+import httpx
+
 from . import __version__
 from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
@@ -410,9 +412,14 @@ def _not_known_yet(
 
 def _what_it_answered(exc: Exception) -> str:
     """What the gateway did instead of saying a task's status: no answer in time is one
-    case only; a 500, a 429 or an unreadable answer came at once and is said as such."""
+    case only (a timeout, as the transport raised it); an answer that broke off is none
+    either; a 500, a 429 or an unreadable answer came at once and is said as such."""
     if isinstance(exc, Unreachable):
         return f"the gateway could not be reached ({exc})"
+    if isinstance(exc.__cause__, httpx.TimeoutException):
+        return f"the gateway did not answer in time ({exc})"
+    if isinstance(exc.__cause__, httpx.TransportError):
+        return f"the gateway's answer broke off ({exc})"
     if isinstance(exc, RateLimited):
         return f"the gateway's rate limit refused the ask ({exc})"
     if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read

@@ -710,6 +710,32 @@ def test_status_asks_once_when_the_status_address_hangs(
     assert "ReadTimeout" in said["error"]
 
 
+def test_status_says_a_timeout_is_no_answer_in_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 11, fault 5: a status address that never answered was said as "the gateway
+    answered with a failure" (the transport's timeout became a ``ServerError``)."""
+    released = threading.Event()
+
+    class Hanging(JsonHandler):
+        def do_GET(self) -> None:
+            released.wait(30)  # accepted, never answered (until the test ends)
+
+    gateway = LoopbackServer(Hanging)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-hang")
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 1
+    finally:
+        released.set()
+        gateway.close()
+    said = capsys.readouterr().out
+    assert said.startswith("r1: outcome not known yet: the gateway did not answer in time ("), said
+    assert "answered with a failure" not in said
+
+
 class QueuedTask(OneTaskGateway):
     """Task ``r1``, queued for ever."""
 

@@ -678,6 +678,7 @@ class Gateway:
                     endpoint=endpoint,
                     request_id=request_id,
                 )
+                error.__cause__ = exc  # a timeout is told from an answer that came (cli)
             if isinstance(error, RequestNotFound):
                 now = self._clock()
                 if first_not_found is None:

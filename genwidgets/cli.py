@@ -39,6 +39,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import (
     GenwidgetsError,
+    GenwidgetsWarning,
     LedgerError,
     NoAnswer,
     RateLimited,
@@ -798,11 +799,21 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
 
 
 def _say_warnings_at_exit(command: str) -> None:
-    """At the interpreter's exit, warnings stay the command's one line: the ledger's exit
-    flush (``jobs.ledger.writer``, registered at import, so run after this) warns of the
-    writes a full or read-only home kept, once the command's ``catch_warnings`` has put
-    Python's format back (a source path, a line number, a bare source line)."""
-    warnings.showwarning = functools.partial(_say_warning, command)
+    """At the interpreter's exit, genwidgets' warnings stay the command's one line: the
+    ledger's exit flush (``jobs.ledger.writer``, registered at import, so run after this)
+    warns of the writes a full or read-only home kept, once the command's
+    ``catch_warnings`` has put Python's format back (a source path, a line number, a bare
+    source line). Another library's warning keeps its own format: ``main()`` called in a
+    process that goes on (a test, a notebook) must not credit it to a command long over."""
+    before = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *where: Any, **how: Any) -> None:
+        if issubclass(category, GenwidgetsWarning):
+            _say_warning(command, message)
+        else:
+            before(message, category, *where, **how)
+
+    warnings.showwarning = show
 
 
 #: commands that serve until stopped: their server (uvicorn) handles SIGTERM itself

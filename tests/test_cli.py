@@ -1097,6 +1097,33 @@ def test_a_warning_at_the_interpreters_exit_is_the_commands_one_line_too(tmp_pat
     ]
 
 
+#: a child process: another library's warning at exit, after ``main()`` ran in-process
+OTHERS_WARN_AT_EXIT = """
+import atexit, warnings
+class CacheWarning(UserWarning): pass
+atexit.register(lambda: warnings.warn("mylib: 3 cache entries not flushed", CacheWarning))
+from genwidgets.cli import main
+main(["history"])
+"""
+
+
+def test_another_librarys_warning_at_exit_keeps_its_own_format(tmp_path: Path) -> None:
+    """Review 11, fault 8: ``cli.main()`` called in a process that goes on left its exit
+    hook reformatting every warning: another library's was printed as ``genwidgets
+    history: warning: mylib: ...``, its category gone."""
+    done = subprocess.run(
+        [sys.executable, "-c", OTHERS_WARN_AT_EXIT],
+        env=_embedded_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "CacheWarning: mylib: 3 cache entries not flushed" in done.stderr
+    assert "genwidgets history: warning" not in done.stderr
+
+
 def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_for(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -492,12 +492,14 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         job = jobs[len(records)]
         left = max(0.0, deadline - time.monotonic())
         where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
+        if not left and job.done():  # the default wait: a copy begun runs to its end
+            where = f"task {len(records) + 1} of {len(jobs)}, copying its outputs"
         return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
 
     with _still_waiting("resume", waited_on):
         for job in jobs:
-            left = max(0.0, deadline - time.monotonic())
-            record = _resumed(client, job, left, silence, copies_to_end=args.wait is None)
+            wait = max(0.0, deadline - time.monotonic())
+            record = _resumed(client, job, wait, silence, copies_to_end=args.wait is None)
             records.append(record)
             if not args.json:
                 if record["copies_pending"]:

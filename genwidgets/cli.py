@@ -553,9 +553,7 @@ def _resumed(
         error = _other_simulator(client, job)
     else:
         try:
-            result = job.result(timeout=left)
-            if copies_to_end and job.copying is not None and not job.copying.done():
-                result = job.result()  # each download ends by its own deadline
+            result = _waited(job, left, silence, copies_to_end=copies_to_end)
             files = [str(o.path) for o in result.outputs if o.path]
             # copies_pending: outputs not copied within --wait
             return (
@@ -568,12 +566,6 @@ def _resumed(
                 f"not finished within {round(exc.timeout, 1):g} s; genwidgets resume waits again"
             )
             record["waits_again"] = True
-            if job.last_status is None and not silence:  # no word from the gateway
-                try:
-                    job.status(retries=0)
-                    silence.append(None)
-                except (NoAnswer, ServerError, RateLimited) as silent:
-                    silence.append(silent)
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
                 del record["waits_again"]
@@ -583,6 +575,31 @@ def _resumed(
                 error, record["known"] = _lost_contact_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
+
+
+def _waited(
+    job: Job, left: float, silence: list[Exception | None], *, copies_to_end: bool
+) -> Result:
+    """``job``'s result within ``left`` seconds, else :class:`TaskTimeout`, after the
+    command's one ask if no poll had word (``silence``). ``copies_to_end``: a task that
+    has ended (its result being fetched, its outputs copied) or whose copy has begun is
+    waited for to the end, each download by its own deadline: cut, the next run began
+    the copy from byte 0 and no run ever had the file."""
+    try:
+        result = job.result(timeout=left)
+    except TaskTimeout:
+        if job.last_status is None and not silence:  # no word from the gateway
+            try:
+                job.status(retries=0)
+                silence.append(None)
+            except (NoAnswer, ServerError, RateLimited) as silent:
+                silence.append(silent)
+        if not (copies_to_end and job.last_status is not None and job.last_status.done):
+            raise
+        return job.result()
+    if copies_to_end and job.copying is not None and not job.copying.done():
+        result = job.result()
+    return result
 
 
 def _other_simulator(client: Client, job: Job) -> str:

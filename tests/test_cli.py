@@ -632,6 +632,32 @@ def test_resume_with_no_wait_lets_a_copy_in_progress_end(
     assert len(record["files"]) == 2 and all(Path(f).exists() for f in record["files"])
 
 
+def test_resume_with_no_wait_fetches_and_copies_a_task_that_ended_past_the_wait(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, fault 1 (a task the ledger has unfinished): the gateway says COMPLETED,
+    and the copy of its outputs runs past the default wait (0 s here): it runs to its end,
+    not cut and begun again from byte 0 by the next run."""
+    file_host.results_open.clear()  # the client that made it closes before its result
+    with genwidgets.Client() as made:
+        rid = made.submit("ep", {"prompt": "x"}, validate=False).request_id
+    file_host.results_open.set()
+    file_host.files_open.clear()
+    file_host.file_asked.clear()
+    monkeypatch.setattr(cli, "RESUME_WAIT", 0.0)
+    threading.Thread(
+        target=lambda: file_host.file_asked.wait(30) and file_host.files_open.set(), daemon=True
+    ).start()
+    assert main(["resume", "--json"]) == 0
+    [record] = json_out(capsys)
+    assert (record["request_id"], record["status"], record["copies_pending"]) == (
+        rid,
+        "COMPLETED",
+        0,
+    )
+    assert len(record["files"]) == 2 and all(Path(f).exists() for f in record["files"])
+
+
 def test_result_with_no_wait_waits_for_a_copy_one_client_timeout_in_all(
     file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

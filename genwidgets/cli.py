@@ -492,7 +492,8 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         job = jobs[len(records)]
         left = max(0.0, deadline - time.monotonic())
         where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
-        if not left and job.done():  # the default wait: a copy begun runs to its end
+        ended = job.done() or (job.last_status is not None and job.last_status.done)
+        if not left and ended:  # the default wait: a copy begun runs to its end
             where = f"task {len(records) + 1} of {len(jobs)}, copying its outputs"
         return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
 

@@ -450,6 +450,64 @@ def test_the_tasks_of_held_intents_are_read_by_their_tags_in_the_same_process(
         assert read() == [*expected, (tags[2], None, "not_created")]
 
 
+@contextmanager
+def intent_written_once_safe_is_asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A tagged create's intent is applied (and its note dropped) only once the create
+    asks ``WriteQueue.safe``, after the create has looked at the write: the interleaving
+    a loaded machine gives with ``intent_wait=0`` (review-17), forced here."""
+    from genwidgets.jobs.ledger import writes
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    asked, real_insert, real_safe = threading.Event(), writes._insert, WriteQueue.safe
+
+    def insert(*args: Any) -> int:
+        assert asked.wait(30), "the create never asked whether its intent was safe"
+        return real_insert(*args)
+
+    def safe(self: WriteQueue, note: dict[str, Any], *rest: Any) -> Any:
+        asked.set()
+        assert self.flush(30)  # applied, its note gone from the queue
+        return real_safe(self, note, *rest)
+
+    monkeypatch.setattr(writes, "_insert", insert)
+    monkeypatch.setattr(WriteQueue, "safe", safe)
+    yield
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_whose_intent_was_applied_before_it_asked_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer applied a tagged create's intent between the create's look at its
+    write and its question "is it safe?": told "no longer queued, so not safe", the
+    create was refused as NotRecorded on a free file (saying "locked by another
+    process") and the batch paused (review-17). An applied intent is safe: it leaves."""
+    tag = "batch b row 0 attempt 1"
+    with (
+        Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led,
+        intent_written_once_safe_is_asked(monkeypatch),
+    ):
+        assert led.flush(30)
+        leave(led, tag)
+        assert [r.state for r in led.tagged([tag])] == ["submitting"]
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_refused_on_a_free_file_blames_no_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tagged create refused while no lock and no disk fault was seen said the ledger
+    was "locked by another process" (review-17): it says only what is known."""
+    from genwidgets.jobs.ledger import writer
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    monkeypatch.setattr(WriteQueue, "safe", lambda *_args: writer._settled(False))
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led:
+        with pytest.raises(gw.NotRecorded, match="no lock or disk fault was seen") as e:
+            leave(led, "batch b row 0 attempt 1")
+        assert "locked by another process" not in str(e.value)
+
+
 def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -457,7 +515,7 @@ def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     awaited (the keeper is never asked)."""
     from genwidgets.jobs.ledger.writer import WriteQueue
 
-    def never(_self: WriteQueue, _note: object) -> None:
+    def never(*_args: object) -> None:
         raise AssertionError("a free file's intent waited for the keeper")
 
     monkeypatch.setattr(WriteQueue, "safe", never)

@@ -508,6 +508,79 @@ def test_a_batchs_create_refused_on_a_free_file_blames_no_lock(
         assert "locked by another process" not in str(e.value)
 
 
+@pytest.mark.timeout(60)
+def test_held_handles_and_failures_are_read_with_their_intents_once_those_are_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tagged creates left with their intents held by a full disk; a little space
+    came back and the intents reached the file, the handle of one and the "not created"
+    of the other still held. Their notes name the creates' tickets, the rows on disk
+    their ids: ``tagged`` read both as "submitting", so a rerun marked the paid task
+    unknown instead of following it (review-17). They read as the file later says."""
+    from genwidgets.jobs.ledger import writer
+
+    tags = ["batch b row 0 attempt 1", "batch b row 1 attempt 1"]
+    room, real = [0], writer.immediate  # writes the full disk lets through
+
+    @contextmanager
+    def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        if room[0] <= 0:
+            raise sqlite3.OperationalError("database or disk is full")
+        room[0] -= 1
+        with real(conn) as inside:
+            yield inside
+
+    with Ledger(tmp_path / "ledger.sqlite3") as led, warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        assert led.flush(30)
+        monkeypatch.setattr(writer, "immediate", immediate)
+        made, refused = leave(led, tags[0]), leave(led, tags[1])
+        led.writes.record_handle(made, handle("made"))
+        led.writes.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+        room[0] = 2  # the two intents, not what follows them
+        led.flush(0)  # the kept writes are tried now
+        wait_until(lambda: led.writes.row_of(refused) > 0 and led.pending == 2, 30, "intents")
+
+        def read() -> list[tuple[str | None, str | None, str]]:
+            return [(r.tag, r.request_id, r.state) for r in led.tagged(tags)]
+
+        expected = [(tags[0], "made", "submitted"), (tags[1], None, "not_created")]
+        assert read() == expected
+        room[0] = 1_000
+        assert led.flush(30)
+        assert read() == expected
+
+
+@pytest.mark.timeout(60)
+def test_an_intent_written_while_its_tag_is_read_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tagged`` read the file, then this process's held writes: an intent applied in
+    between (the disk freed, a lock ended) was in neither, so a create that left read
+    as "no intent", which a rerun takes for "never sent", and paid for again
+    (review-17). The interleaving is forced: the disk frees right after the read."""
+    tag = "grid g cell 4 attempt 1"
+    real_select = Ledger._select
+    with (
+        Ledger(tmp_path / "ledger.sqlite3") as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        assert leave(led, tag) < 0  # it left, its intent kept beside the full file
+
+        def select_then_the_disk_frees(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+            rows = real_select(self, *args, **kwargs)
+            full[0] = False
+            assert self.flush(30)  # the intent is applied after the read
+            return rows
+
+        monkeypatch.setattr(Ledger, "_select", select_then_the_disk_frees)
+        assert [(r.tag, r.state) for r in led.tagged([tag])] == [(tag, "submitting")]
+        monkeypatch.setattr(Ledger, "_select", real_select)
+        assert [(r.tag, r.state) for r in led.tagged([tag])] == [(tag, "submitting")]
+
+
 def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

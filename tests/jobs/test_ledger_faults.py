@@ -1605,16 +1605,26 @@ def test_a_create_queued_behind_a_heartbeat_the_lock_holds_is_kept_at_once(
 ) -> None:
     """The lease heartbeat waiting for a lock held elsewhere did not count as held for
     the first ``busy_timeout``: a create queued behind it waited ``intent_wait``, was
-    sent, and its notes were not kept, so ``kill -9`` then lost the paid task."""
+    sent, and its notes were not kept, so ``kill -9`` then lost the paid task.
+
+    A heartbeat waiting now is one made and not applied: a flag set once the lock was
+    held missed the one made between the lock and the flag on a loaded machine, which
+    then waited ``busy_timeout`` and made no other (ledgermend3)."""
     from genwidgets.jobs.ledger.lease import Leases
 
-    real_heartbeat, lock_held, beating = Leases.heartbeat, threading.Event(), threading.Event()
+    real_heartbeat, not_applied = Leases.heartbeat, set[Callable[..., None]]()
 
     def heartbeat(self: Leases) -> Callable[[sqlite3.Connection], None] | None:
         op = real_heartbeat(self)
-        if op is not None and lock_held.is_set():
-            beating.set()  # this heartbeat now meets the lock
-        return op
+        if op is None:
+            return None
+
+        def beat(conn: sqlite3.Connection) -> None:
+            op(conn)
+            not_applied.discard(beat)
+
+        not_applied.add(beat)
+        return beat
 
     monkeypatch.setattr(Leases, "heartbeat", heartbeat)
     path = tmp_path / "ledger.sqlite3"
@@ -1625,12 +1635,13 @@ def test_a_create_queued_behind_a_heartbeat_the_lock_holds_is_kept_at_once(
         )
         assert led.flush(30)  # it holds a lease: the heartbeat runs
         lock = locked(path)
-        lock_held.set()
-        assert beating.wait(30)
+        # from here no heartbeat can be applied: one made and not applied meets the lock
+        wait_until(lambda: bool(not_applied), 30, "a heartbeat meeting the lock")
         row = led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={"n": 2})
         led.writes.record_handle(row, handle("second"))
         pending = path.with_name(path.name + ".pending.jsonl")
-        wait_until(lambda: pending.exists() and "second" in pending.read_text(), 4, "kept notes")
+        # well before busy_timeout (60 s), when a heartbeat's wait did not count as held
+        wait_until(lambda: pending.exists() and "second" in pending.read_text(), 20, "kept notes")
         lock.release()
         assert led.flush(30)
         assert sorted(r.request_id or "" for r in led.rows()) == ["first", "second"]

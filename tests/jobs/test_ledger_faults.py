@@ -450,6 +450,137 @@ def test_the_tasks_of_held_intents_are_read_by_their_tags_in_the_same_process(
         assert read() == [*expected, (tags[2], None, "not_created")]
 
 
+@contextmanager
+def intent_written_once_safe_is_asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A tagged create's intent is applied (and its note dropped) only once the create
+    asks ``WriteQueue.safe``, after the create has looked at the write: the interleaving
+    a loaded machine gives with ``intent_wait=0`` (review-17), forced here."""
+    from genwidgets.jobs.ledger import writes
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    asked, real_insert, real_safe = threading.Event(), writes._insert, WriteQueue.safe
+
+    def insert(*args: Any) -> int:
+        assert asked.wait(30), "the create never asked whether its intent was safe"
+        return real_insert(*args)
+
+    def safe(self: WriteQueue, note: dict[str, Any], *rest: Any) -> Any:
+        asked.set()
+        assert self.flush(30)  # applied, its note gone from the queue
+        return real_safe(self, note, *rest)
+
+    monkeypatch.setattr(writes, "_insert", insert)
+    monkeypatch.setattr(WriteQueue, "safe", safe)
+    yield
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_whose_intent_was_applied_before_it_asked_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer applied a tagged create's intent between the create's look at its
+    write and its question "is it safe?": told "no longer queued, so not safe", the
+    create was refused as NotRecorded on a free file (saying "locked by another
+    process") and the batch paused (review-17). An applied intent is safe: it leaves."""
+    tag = "batch b row 0 attempt 1"
+    with (
+        Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led,
+        intent_written_once_safe_is_asked(monkeypatch),
+    ):
+        assert led.flush(30)
+        leave(led, tag)
+        assert [r.state for r in led.tagged([tag])] == ["submitting"]
+
+
+@pytest.mark.timeout(60)
+def test_a_batchs_create_refused_on_a_free_file_blames_no_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tagged create refused while no lock and no disk fault was seen said the ledger
+    was "locked by another process" (review-17): it says only what is known."""
+    from genwidgets.jobs.ledger import writer
+    from genwidgets.jobs.ledger.writer import WriteQueue
+
+    monkeypatch.setattr(WriteQueue, "safe", lambda *_args: writer._settled(False))
+    with Ledger(tmp_path / "ledger.sqlite3", intent_wait=0) as led:
+        with pytest.raises(gw.NotRecorded, match="no lock or disk fault was seen") as e:
+            leave(led, "batch b row 0 attempt 1")
+        assert "locked by another process" not in str(e.value)
+
+
+@pytest.mark.timeout(60)
+def test_held_handles_and_failures_are_read_with_their_intents_once_those_are_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tagged creates left with their intents held by a full disk; a little space
+    came back and the intents reached the file, the handle of one and the "not created"
+    of the other still held. Their notes name the creates' tickets, the rows on disk
+    their ids: ``tagged`` read both as "submitting", so a rerun marked the paid task
+    unknown instead of following it (review-17). They read as the file later says."""
+    from genwidgets.jobs.ledger import writer
+
+    tags = ["batch b row 0 attempt 1", "batch b row 1 attempt 1"]
+    room, real = [0], writer.immediate  # writes the full disk lets through
+
+    @contextmanager
+    def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        if room[0] <= 0:
+            raise sqlite3.OperationalError("database or disk is full")
+        room[0] -= 1
+        with real(conn) as inside:
+            yield inside
+
+    with Ledger(tmp_path / "ledger.sqlite3") as led, warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        assert led.flush(30)
+        monkeypatch.setattr(writer, "immediate", immediate)
+        made, refused = leave(led, tags[0]), leave(led, tags[1])
+        led.writes.record_handle(made, handle("made"))
+        led.writes.record_create_failed(refused, "RateLimited: slow down", created_nothing=True)
+        room[0] = 2  # the two intents, not what follows them
+        led.flush(0)  # the kept writes are tried now
+        wait_until(lambda: led.writes.row_of(refused) > 0 and led.pending == 2, 30, "intents")
+
+        def read() -> list[tuple[str | None, str | None, str]]:
+            return [(r.tag, r.request_id, r.state) for r in led.tagged(tags)]
+
+        expected = [(tags[0], "made", "submitted"), (tags[1], None, "not_created")]
+        assert read() == expected
+        room[0] = 1_000
+        assert led.flush(30)
+        assert read() == expected
+
+
+@pytest.mark.timeout(60)
+def test_an_intent_written_while_its_tag_is_read_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tagged`` read the file, then this process's held writes: an intent applied in
+    between (the disk freed, a lock ended) was in neither, so a create that left read
+    as "no intent", which a rerun takes for "never sent", and paid for again
+    (review-17). The interleaving is forced: the disk frees right after the read."""
+    tag = "grid g cell 4 attempt 1"
+    real_select = Ledger._select
+    with (
+        Ledger(tmp_path / "ledger.sqlite3") as led,
+        disk_full_for_the_ledger(monkeypatch) as full,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", LedgerWarning)  # said by the tests above
+        assert leave(led, tag) < 0  # it left, its intent kept beside the full file
+
+        def select_then_the_disk_frees(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+            rows = real_select(self, *args, **kwargs)
+            full[0] = False
+            assert self.flush(30)  # the intent is applied after the read
+            return rows
+
+        monkeypatch.setattr(Ledger, "_select", select_then_the_disk_frees)
+        assert [(r.tag, r.state) for r in led.tagged([tag])] == [(tag, "submitting")]
+        monkeypatch.setattr(Ledger, "_select", real_select)
+        assert [(r.tag, r.state) for r in led.tagged([tag])] == [(tag, "submitting")]
+
+
 def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -457,7 +588,7 @@ def test_a_batchs_create_on_a_free_file_waits_for_its_row_only(
     awaited (the keeper is never asked)."""
     from genwidgets.jobs.ledger.writer import WriteQueue
 
-    def never(_self: WriteQueue, _note: object) -> None:
+    def never(*_args: object) -> None:
         raise AssertionError("a free file's intent waited for the keeper")
 
     monkeypatch.setattr(WriteQueue, "safe", never)
@@ -1474,16 +1605,26 @@ def test_a_create_queued_behind_a_heartbeat_the_lock_holds_is_kept_at_once(
 ) -> None:
     """The lease heartbeat waiting for a lock held elsewhere did not count as held for
     the first ``busy_timeout``: a create queued behind it waited ``intent_wait``, was
-    sent, and its notes were not kept, so ``kill -9`` then lost the paid task."""
+    sent, and its notes were not kept, so ``kill -9`` then lost the paid task.
+
+    A heartbeat waiting now is one made and not applied: a flag set once the lock was
+    held missed the one made between the lock and the flag on a loaded machine, which
+    then waited ``busy_timeout`` and made no other (ledgermend3)."""
     from genwidgets.jobs.ledger.lease import Leases
 
-    real_heartbeat, lock_held, beating = Leases.heartbeat, threading.Event(), threading.Event()
+    real_heartbeat, not_applied = Leases.heartbeat, set[Callable[..., None]]()
 
     def heartbeat(self: Leases) -> Callable[[sqlite3.Connection], None] | None:
         op = real_heartbeat(self)
-        if op is not None and lock_held.is_set():
-            beating.set()  # this heartbeat now meets the lock
-        return op
+        if op is None:
+            return None
+
+        def beat(conn: sqlite3.Connection) -> None:
+            op(conn)
+            not_applied.discard(beat)
+
+        not_applied.add(beat)
+        return beat
 
     monkeypatch.setattr(Leases, "heartbeat", heartbeat)
     path = tmp_path / "ledger.sqlite3"
@@ -1494,12 +1635,13 @@ def test_a_create_queued_behind_a_heartbeat_the_lock_holds_is_kept_at_once(
         )
         assert led.flush(30)  # it holds a lease: the heartbeat runs
         lock = locked(path)
-        lock_held.set()
-        assert beating.wait(30)
+        # from here no heartbeat can be applied: one made and not applied meets the lock
+        wait_until(lambda: bool(not_applied), 30, "a heartbeat meeting the lock")
         row = led.writes.record_intent(gateway="gw", endpoint=ENDPOINT, payload={"n": 2})
         led.writes.record_handle(row, handle("second"))
         pending = path.with_name(path.name + ".pending.jsonl")
-        wait_until(lambda: pending.exists() and "second" in pending.read_text(), 4, "kept notes")
+        # well before busy_timeout (60 s), when a heartbeat's wait did not count as held
+        wait_until(lambda: pending.exists() and "second" in pending.read_text(), 20, "kept notes")
         lock.release()
         assert led.flush(30)
         assert sorted(r.request_id or "" for r in led.rows()) == ["first", "second"]

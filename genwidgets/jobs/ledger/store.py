@@ -530,29 +530,37 @@ class Ledger:
         """The rows whose intent was written with one of ``tags`` (what each create was
         sent for: see ``writes.record_intent``), oldest first."""
         self.flush()
+        # the held writes first: one applied after this look is on disk for the reads
+        # below, so no intent falls between the two (docs/decisions.md#ledger-intent)
+        notes = self._queue.notes()
         found: list[LedgerRow] = []
         for start in range(0, len(tags), TAGS_PER_QUERY):
             some = tuple(tags[start : start + TAGS_PER_QUERY])
             found += self._select(f"tag IN ({', '.join('?' * len(some))})", some, wait=False)
         found.sort(key=lambda row: row.id)
-        return self._with_held(found, set(tags)) if self._queue.pending else found
+        return self._with_held(found, set(tags), notes) if notes else found
 
-    def _with_held(self, found: list[LedgerRow], tags: set[str]) -> list[LedgerRow]:
-        """``found`` and what this process's held writes (a lock, a full disk) say of
-        them: its intents of ``tags`` not on disk yet, as rows with their ticket for id,
-        and the handles and failures of theirs and of ``found``. A create that left with
-        its intent held is then never read as never sent by a rerun in this process
-        (docs/decisions.md#ledger-intent)."""
-        notes = self._queue.notes()
-        handles = {n["row"]: n for n in notes if "row" in n and "request_id" in n}
-        failed = {n["failed"]: n for n in notes if "failed" in n}
+    def _with_held(
+        self, found: list[LedgerRow], tags: set[str], notes: list[Note]
+    ) -> list[LedgerRow]:
+        """``found`` and what this process's held writes (``notes``: a lock, a full
+        disk) say of them: its intents of ``tags`` not on disk yet, as rows with their
+        ticket for id, and the handles and failures of theirs and of ``found``, matched
+        by row id (a note names the ticket its create was given; the intent may be on
+        disk since). A create that left with its intent held is then never read as
+        never sent by a rerun in this process (docs/decisions.md#ledger-intent)."""
+        row_of = self.writes.row_of
+        on_disk = {row.id for row in found}
+        handles = {row_of(n["row"]): n for n in notes if "row" in n and "request_id" in n}
+        failed = {row_of(n["failed"]): n for n in notes if "failed" in n}
 
         def settled(row: LedgerRow) -> LedgerRow:
-            if row.request_id is None and row.id in handles:
-                made = handles[row.id]["request_id"]
+            row_id = row_of(row.id)  # a held intent's ticket: its row once applied
+            if row.request_id is None and row_id in handles:
+                made = handles[row_id]["request_id"]
                 return dataclasses.replace(row, request_id=made, state=SUBMITTED)
-            if row.request_id is None and row.id in failed:
-                fail = failed[row.id]
+            if row.request_id is None and row_id in failed:
+                fail = failed[row_id]
                 state = NOT_CREATED if fail["created_nothing"] else OUTCOME_UNKNOWN
                 return dataclasses.replace(row, state=state, error=fail["error"])
             return row
@@ -580,7 +588,9 @@ class Ledger:
                 key_fingerprint=note["key"],
             )
             for note in notes
-            if "ticket" in note and note.get("tag") in tags
+            if "ticket" in note
+            and note.get("tag") in tags
+            and row_of(note["ticket"]) not in on_disk  # applied since the look at the notes
         ]
         return [settled(row) for row in found + held]
 

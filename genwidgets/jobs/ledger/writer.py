@@ -103,6 +103,11 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+def _applied(written: concurrent.futures.Future[Any]) -> bool:
+    """Whether the write of future ``written`` (that left the queue) reached the file."""
+    return written.done() and not written.cancelled() and written.exception() is None
+
+
 def _settled(value: bool) -> concurrent.futures.Future[bool]:
     future: concurrent.futures.Future[bool] = concurrent.futures.Future()
     future.set_result(value)
@@ -212,16 +217,19 @@ class WriteQueue:
         since = None if thread is None or not thread.holding() else thread.writing_since
         return 0.0 if since is None else time.monotonic() - since
 
-    def safe(self, note: Note) -> concurrent.futures.Future[bool]:
-        """The future of ``note``'s write (queued, not applied yet) being safe from a
-        kill: True once it is applied or its note kept beside the file by ``keep_held``;
-        False once a try to keep it fails (the disk is full too), its write is given up,
-        or the writer stops. A tagged create leaves only then
-        (docs/decisions.md#ledger-intent)."""
+    def safe(
+        self, note: Note, written: concurrent.futures.Future[Any]
+    ) -> concurrent.futures.Future[bool]:
+        """The future of ``note``'s write (``written``: the future :meth:`put` gave) being
+        safe from a kill: True once it is applied or its note kept beside the file by
+        ``keep_held``; False once a try to keep it fails (the disk is full too), its write
+        is given up, or the writer stops. A tagged create leaves only then
+        (docs/decisions.md#ledger-intent). A write applied before this is asked is safe:
+        ``written`` says so once the note has left the queue."""
         thread = self._thread
         if thread is None:
-            return _settled(False)
-        return thread.when_safe(note)
+            return _settled(_applied(written))
+        return thread.when_safe(note, written)
 
     def kept(self, note: Note) -> bool:
         """Whether ``note`` (of a write not applied yet) was kept beside the file by
@@ -282,7 +290,7 @@ class _Thread(threading.Thread):
         super().__init__(name=writes.name, daemon=True)
         self.writes = writes
         self.pid = os.getpid()
-        self.jobs: queue.Queue[_Item] = queue.Queue()
+        self.jobs = _Jobs(self)
         self.conn: sqlite3.Connection | None = None
         #: monotonic time since which the head write has met a busy file (None: not busy)
         self.busy_since: float | None = None
@@ -325,14 +333,20 @@ class _Thread(threading.Thread):
         with self.kept_lock:
             return self.kept.get(id(note)) is note
 
-    def when_safe(self, note: Note) -> concurrent.futures.Future[bool]:
-        """See :meth:`WriteQueue.safe`."""
+    def when_safe(
+        self, note: Note, written: concurrent.futures.Future[Any]
+    ) -> concurrent.futures.Future[bool]:
+        """See :meth:`WriteQueue.safe`. Under ``kept_lock``, which the writer takes to
+        drop a note once its write ended: a note seen queued here is told by
+        :meth:`tell_safe` later; one not seen has ended, and ``written`` holds how."""
         with self.kept_lock:
             appending = any(kept is note for kept in self.appending)
             if not appending and self.kept.get(id(note)) is note:
                 return _settled(True)
-            if self.ended or self.left or all(n is not note for n in self.notes()):
-                return _settled(False)  # no longer queued: its caller saw how it ended
+            if all(n is not note for n in self.notes()):
+                return _settled(_applied(written))  # applied, or given up
+            if self.ended or self.left:
+                return _settled(False)
             future: concurrent.futures.Future[bool] = concurrent.futures.Future()
             self.safe_waiters.append((note, future))
         self.noted.set()  # the keeper looks now, not after its pause
@@ -401,9 +415,9 @@ class _Thread(threading.Thread):
 
     def notes(self) -> list[Note]:
         """The notes of the writes not applied yet, in order (the one being applied first)."""
-        with self.jobs.mutex:
+        with self.jobs.mutex:  # a write taken names itself under it (see _Jobs)
             queued = [item[2] for item in self.jobs.queue if item is not None]
-        head = self.writing_note  # read second: a write taken meanwhile is not missed
+            head = self.writing_note
         return [n for n in (head, *queued) if n is not None and (n is not head or n not in queued)]
 
     def drained(self, timeout: float | None) -> bool:
@@ -438,8 +452,6 @@ class _Thread(threading.Thread):
                 item = self.jobs.get(timeout=max(0.0, next_idle - time.monotonic()))
             except queue.Empty:
                 item = _NOTHING
-            if item is not _NOTHING and item is not None:
-                self.writing_note = item[2]  # taken: the keeper sees it while the idle work runs
             if time.monotonic() >= next_idle:  # on time however busy the queue is
                 next_idle = time.monotonic() + writes.idle_every
                 idle = writes.idle() if writes.idle is not None else None
@@ -544,3 +556,21 @@ class _Thread(threading.Thread):
         else:
             future.set_result(result)
         return error is None
+
+
+class _Jobs(queue.Queue[_Item]):
+    """A writer thread's jobs. The job taken becomes the thread's ``writing_note`` under
+    the queue's own lock, in the step that takes it out, so :meth:`_Thread.notes` sees
+    each write in the queue or being applied until it ends, never in neither (the
+    keeper sees it while the idle work runs; a tagged create's intent is never read as
+    ended before it is, docs/decisions.md#ledger-intent)."""
+
+    def __init__(self, thread: _Thread) -> None:
+        super().__init__()
+        self.thread = thread
+
+    def _get(self) -> _Item:
+        item: _Item = super()._get()
+        if item is not None:
+            self.thread.writing_note = item[2]
+        return item

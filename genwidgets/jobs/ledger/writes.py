@@ -249,35 +249,42 @@ class LedgerWrites:
         written.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:  # wait() never cancels the write: it stays queued, ahead of the task's others
             await asyncio.wait({written}, timeout=patience)
-            landed = written.done() and written.exception() is None
-            if tag is not None and not landed and not await self._until_safe(note):
-                raise self._not_recorded(ticket, written)
+            # the write's own future: its asyncio wrapper is told one loop step later
+            landed = future.done() and future.exception() is None
+            if tag is not None and not landed and not await self._until_safe(note, future):
+                raise self._not_recorded(ticket, future)
         except asyncio.CancelledError:
             never = "never sent: stopped before it left"
             self.record_create_failed(ticket, never, created_nothing=True)
             raise
-        if not written.done():
+        if not future.done():
             self._file.log_if_failed("a task intent", future)
             return ticket
-        if isinstance(written.exception(), sqlite3.Error):  # given up, a LedgerWarning says so
+        if isinstance(future.exception(), sqlite3.Error):  # given up, a LedgerWarning says so
             return ticket
-        return written.result()
+        return future.result()
 
-    async def _until_safe(self, note: Note) -> bool:
-        """Whether the write of ``note`` was applied or its note kept beside the file
-        within :data:`KEEP_WAIT` (False: neither can be done now, a full disk)."""
-        safe = asyncio.wrap_future(self._queue.safe(note))
+    async def _until_safe(self, note: Note, written: concurrent.futures.Future[int]) -> bool:
+        """Whether the write of ``note`` (its future ``written``) was applied or its note
+        kept beside the file within :data:`KEEP_WAIT` (False: neither can be done now, a
+        full disk)."""
+        safe = asyncio.wrap_future(self._queue.safe(note, written))
         await asyncio.wait({safe}, timeout=KEEP_WAIT)
         return safe.done() and safe.result()
 
-    def _not_recorded(self, ticket: int, written: asyncio.Future[int]) -> NotRecorded:
+    def _not_recorded(self, ticket: int, written: concurrent.futures.Future[int]) -> NotRecorded:
         """The error of a tagged create refused for want of a safe intent; its row (if
         it ever reaches the file, with the notes kept later) is recorded as creating
-        nothing."""
+        nothing. The reason given is only one known: a fault, a lock seen, else none."""
         fault = written.exception() if written.done() else None
-        why = self._file.unwritable or (
-            redact(str(fault)) if fault is not None else "locked by another process"
-        )
+        if self._file.unwritable:
+            why = self._file.unwritable
+        elif fault is not None:
+            why = redact(str(fault))
+        elif self._queue.stalled:
+            why = "locked by another process"
+        else:
+            why = f"not written within {KEEP_WAIT:g} s, though no lock or disk fault was seen"
         said = (
             f"not sent: the home cannot record it (the task ledger {self._file.path}: {why}; "
             f"nor could its intent be kept in {self._file.pending_path}), and a batch's or a "

@@ -407,6 +407,32 @@ def test_ctrl_c_out_of_run_until_complete_sends_no_more_creates_though_the_loop_
     assert recorded_ids(gateway.base) == ["r1", "r2"]
 
 
+def test_a_send_many_left_running_on_a_paused_loop_goes_on_creating() -> None:
+    """Terminal IPython runs each cell with ``run_until_complete``: a ``send_many`` left
+    running in the background when its cell ends goes on creating while the loop waits
+    for the next cell, as asyncio goes on with a pending task, and ``await`` of it in a
+    later cell returns every job. Before, a loop not running was read as its caller
+    gone: the creates not yet sent were stopped, and the await raised a bare
+    CancelledError though nobody cancelled anything."""
+    loop = asyncio.new_event_loop()
+    host, released, gateway, client, sending = ten_held_creates(loop)
+    try:
+        loop.run_until_complete(until(lambda: host.held == 2))  # cell 1 ends
+        released.set()  # the loop waits for the next cell meanwhile
+        for _ in range(3000):
+            if host.creates == 10:
+                break
+            time.sleep(0.01)
+        assert host.creates == 10
+        jobs = loop.run_until_complete(sending)  # cell 2: await it
+        assert sorted(job.request_id for job in jobs) == sorted(f"r{i}" for i in range(1, 11))
+    finally:
+        released.set()
+        loop.close()
+        client.sync.close()
+        gateway.close()
+
+
 def test_a_cancel_scheduled_on_the_loop_reaches_a_waiting_send_many_at_once() -> None:
     """ipykernel's interrupt of a cell: its signal handler schedules the cancel on the
     kernel's loop (``add_callback``), which runs it once the loop wakes. ``send_many``

@@ -7,9 +7,13 @@ caller's loop, and hands out :class:`AsyncJob` views of the client's jobs.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
+import signal
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any, TypeVar
 
 from . import _config
@@ -31,26 +35,78 @@ def _outcome_read(sending: asyncio.Future[Any]) -> None:
         sending.exception()
 
 
+#: seconds between the wakes of a caller waiting on a worker thread: a task awaiting the
+#: worker alone wakes only when it ends, so a cancel its loop schedules (ipykernel's
+#: interrupt, ``add_callback``) would wait for the whole call
+CALLER_TICK = 0.25
+
+
 class _CallerStop(threading.Event):
-    """The ``stop`` of one async call that creates: set by the caller's cancel, and read
-    as set once the loop awaiting the call no longer runs. Ctrl-C out of
-    ``loop.run_until_complete`` (IPython's terminal autoawait) stops the loop without
-    cancelling the task, so no exception ever reaches it; the worker thread sees the loop
-    stopped instead (docs/decisions.md#a-cancelled-async-call)."""
+    """The ``stop`` of one async call that creates: set by whatever ends the caller's
+    wait (a cancel, Ctrl-C raised in the task), or by Ctrl-C itself (:func:`_on_sigint`):
+    Ctrl-C out of ``loop.run_until_complete`` never enters the task, and its loop may run
+    it again at once (docs/decisions.md#a-cancelled-async-call)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._let_go = False
 
-    def is_set(self) -> bool:
-        if self._loop is not None and not super().is_set() and not self._loop.is_running():
-            self.set()
-        return super().is_set()
+    def set(self) -> None:
+        if not self._let_go:
+            super().set()
 
     def let_go(self) -> None:
         """The caller stopped waiting without cancelling (``run``'s timeout ran out): the
         create goes on, whatever becomes of the caller or its loop."""
-        self._loop = None
+        self._let_go = True
+
+
+#: the stops of the calls waiting on the main thread, which Ctrl-C sets
+_INTERRUPTIBLE: set[_CallerStop] = set()
+#: the SIGINT handler :func:`_on_sigint` took over, called after it
+_handed_on: list[Callable[[int, FrameType | None], Any]] = []
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while calls that create wait on the main thread: their creates stop now,
+    whatever the interrupt does next (the edge is recorded, not the loop's state read
+    later), then the handler it took over runs (Python's raises KeyboardInterrupt)."""
+    for stop in list(_INTERRUPTIBLE):
+        stop.set()
+    _handed_on[-1](signum, frame)
+
+
+@contextlib.contextmanager
+def _interruptible(stop: _CallerStop) -> Iterator[None]:
+    """While the caller waits: Ctrl-C sets ``stop``. Only on the main thread (where
+    signals land), and only over a Python handler (one that ignores Ctrl-C stays)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not _on_sigint and callable(handler):
+        _handed_on[:] = [handler]
+        signal.signal(signal.SIGINT, _on_sigint)
+    _INTERRUPTIBLE.add(stop)
+    try:
+        yield
+    finally:
+        _INTERRUPTIBLE.discard(stop)
+        if not _INTERRUPTIBLE and signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, _handed_on.pop())
+
+
+async def _waited(pool: concurrent.futures.Executor, work: Callable[[], T]) -> T:
+    """``work()`` on ``pool``, the caller awake every :data:`CALLER_TICK` seconds, so a
+    cancel scheduled on its loop (ipykernel's interrupt) reaches it while it waits."""
+    working = asyncio.get_running_loop().run_in_executor(pool, work)
+    try:
+        while not working.done():
+            await asyncio.wait({working}, timeout=CALLER_TICK)
+    except BaseException:  # the caller's cancel: the worker goes on, its outcome moot
+        working.add_done_callback(_outcome_read)
+        raise
+    return working.result()
 
 
 class AsyncClient:
@@ -71,22 +127,22 @@ class AsyncClient:
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         """``fn(*args, **kw)`` on this client's worker threads."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kw))
+        return await _waited(self._pool, functools.partial(fn, *args, **kw))
 
     async def _creating(
         self, fn: Callable[..., T], *args: Any, stop: _CallerStop | None = None, **kw: Any
     ) -> T:
         """``fn(*args, stop=stop, **kw)``, a call that creates tasks, as :meth:`_call`. A
         cancel of the caller cannot reach the worker thread: the call's ``stop`` is set by
-        whatever ends the caller's wait (a cancel, Ctrl-C raised in the task) and read as
-        set once the caller's loop stops (Ctrl-C out of ``run_until_complete``), so no
+        whatever ends the caller's wait (a cancel, Ctrl-C raised in the task), and by
+        Ctrl-C as it lands (out of ``run_until_complete`` it never enters the task), so no
         create of the call leaves from then on (one already sent answers and is recorded)
         (docs/decisions.md#a-cancelled-async-call)."""
         if stop is None:
-            stop = _CallerStop(asyncio.get_running_loop())
+            stop = _CallerStop()
         try:
-            return await self._call(fn, *args, stop=stop, **kw)
+            with _interruptible(stop):
+                return await self._call(fn, *args, stop=stop, **kw)
         except BaseException:  # its own failure too: the call is over, the stop is moot
             stop.set()
             raise
@@ -197,9 +253,8 @@ class AsyncClient:
             return await (await self.send(prepared)).result()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        stop = _CallerStop(loop)
-        # not _creating: a task of the caller's loop, which that loop's end would cancel
-        sending = asyncio.ensure_future(self._call(self._client.send, prepared, stop=stop))
+        stop = _CallerStop()
+        sending = asyncio.ensure_future(self._creating(self._client.send, prepared, stop=stop))
         try:  # the shield is this wait's own: a timeout leaves the create be
             job = await wait_within(asyncio.shield(sending), timeout)
         except asyncio.TimeoutError:
@@ -215,8 +270,10 @@ class AsyncClient:
     async def aclose(self) -> None:
         """As :meth:`Client.close`."""
         # The pool stays: later calls must raise ClientClosed, not "no new futures"; its
-        # idle threads end when the client is collected.
-        await self._call(self._client.close)
+        # idle threads end when the client is collected. The close runs on a thread of
+        # its own: cancelled calls may hold every worker while their creates on the wire
+        # answer (to the request's timeout), and the close bounds that wait itself.
+        await _waited(Workers(1), self._client.close)
 
     async def __aenter__(self) -> AsyncClient:
         return self

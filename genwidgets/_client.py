@@ -327,13 +327,15 @@ class _CreateInFlight:
 
     async def _held_back_once_halted(self, task: asyncio.Future[Job]) -> None:
         """On the engine: once its caller's ``halt`` is set (seen within a quarter
-        second), a create still waiting to leave (the rate gate, a backoff) is cancelled
-        there and then, as at Ctrl-C, instead of holding its worker thread until the gate
-        opens only to be refused as it leaves; one on the wire answers."""
+        second), a create waiting to leave (the rate gate, a backoff) is cancelled there
+        and then, as at Ctrl-C, instead of holding its worker thread until the gate opens
+        only to be refused as it leaves; one on the wire answers, and is watched on: a try
+        back off the wire (a 429) is cancelled as it waits for the next."""
         assert self._halt is not None
-        while not self._halt.is_set():
+        while not task.done():
+            if self._halt.is_set() and await self._hold_back(task):
+                return
             await asyncio.wait({task}, timeout=0.25)
-        await self._hold_back(task)
 
     def _copy_outcome(self, task: asyncio.Future[Job]) -> None:
         if task.cancelled():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import json
 import logging
+import os
 import pydoc
 import signal
 import threading
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 from fake_gateway import BASE, FakeGateway, error, speed_up
-from loopback import HeldCreates, held_creates_gateway
+from loopback import HeldCreates, JsonHandler, LoopbackServer, held_creates_gateway
 
 import genwidgets as gw
 from genwidgets import AsyncClient, Client
@@ -340,24 +342,46 @@ def test_a_cancelled_send_many_sends_no_more_creates_and_those_in_flight_are_rec
         gateway.close()
 
 
-def test_ctrl_c_out_of_run_until_complete_sends_no_more_creates() -> None:
-    """Ctrl-C while ``loop.run_until_complete`` runs ``send_many`` (IPython's terminal
-    autoawait runs each cell so): the KeyboardInterrupt comes out of the loop and never
-    enters the task, yet the creates not sent never leave; the two in flight answer and
-    are recorded. Before, the worker thread went on sending all ten (billed)."""
+def ten_held_creates(
+    loop: asyncio.AbstractEventLoop,
+) -> tuple[HeldCreates, threading.Event, LoopbackServer, gw.AsyncClient, asyncio.Task[Any]]:
+    """``send_many`` of ten requests at concurrency 2, a task of ``loop``, to a gateway
+    that holds each create until ``released`` is set."""
     host = HeldCreates()
     released = threading.Event()
     host.release = released.is_set
     gateway = held_creates_gateway(host)
     client = gw.AsyncClient(gateway.base, KEY)
-    loop = asyncio.new_event_loop()
-    try:
-        requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(10)]
-        sending = loop.create_task(client.send_many(requests, concurrency=2))
+    requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(10)]
+    return (
+        host,
+        released,
+        gateway,
+        client,
+        loop.create_task(client.send_many(requests, concurrency=2)),
+    )
 
-        def ctrl_c_once_two_are_held() -> None:  # as the signal lands in the loop's select
+
+def two_answered_or_more_sent(host: HeldCreates, client: gw.AsyncClient) -> bool:
+    """The two creates in flight answered and followed, or a third create was sent."""
+    jobs = client.sync.jobs
+    return host.creates > 2 or (len(jobs) == 2 and all(job.done() for job in jobs))
+
+
+def test_ctrl_c_out_of_run_until_complete_sends_no_more_creates_though_the_loop_runs_on() -> None:
+    """Ctrl-C while ``loop.run_until_complete`` runs ``send_many`` (IPython's terminal
+    autoawait runs each cell so): the KeyboardInterrupt comes out of the loop and never
+    enters the task, and the script runs the same loop again at once (its next step, a
+    cleanup): the creates not sent never leave; the two in flight answer and are
+    recorded. Before, the stop was read from the loop's state, which a loop running again
+    within a quarter second hid, and the worker thread sent all ten (billed)."""
+    loop = asyncio.new_event_loop()
+    host, released, gateway, client, sending = ten_held_creates(loop)
+    try:
+
+        def ctrl_c_once_two_are_held() -> None:  # the signal, as it lands in the loop
             if host.held == 2:
-                raise KeyboardInterrupt
+                signal.raise_signal(signal.SIGINT)
             loop.call_later(0.01, ctrl_c_once_two_are_held)
 
         loop.call_soon(ctrl_c_once_two_are_held)
@@ -365,21 +389,174 @@ def test_ctrl_c_out_of_run_until_complete_sends_no_more_creates() -> None:
             loop.run_until_complete(sending)
         assert not sending.done()  # the task never heard of it
         released.set()
-        # the two run to their end; a create sent after the interrupt would be counted first
+        # the loop runs again at once, driving the task; a create sent after the
+        # interrupt would be counted before the two answered
         for _ in range(3000):
-            jobs = client.sync.jobs
-            if host.creates > 2 or (len(jobs) == 2 and all(job.done() for job in jobs)):
+            if two_answered_or_more_sent(host, client):
                 break
-            time.sleep(0.01)
+            loop.run_until_complete(asyncio.sleep(0.01))
         assert host.creates == 2
         assert sorted(job.request_id for job in client.sync.jobs) == ["r1", "r2"]
-        with pytest.raises(asyncio.CancelledError):  # the call, once its loop runs again
+        with pytest.raises(asyncio.CancelledError, match="r1"):  # names what was made
             loop.run_until_complete(sending)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         loop.close()
         client.sync.close()
         gateway.close()
     assert recorded_ids(gateway.base) == ["r1", "r2"]
+
+
+def test_a_send_many_left_running_on_a_paused_loop_goes_on_creating() -> None:
+    """Terminal IPython runs each cell with ``run_until_complete``: a ``send_many`` left
+    running in the background when its cell ends goes on creating while the loop waits
+    for the next cell, as asyncio goes on with a pending task, and ``await`` of it in a
+    later cell returns every job. Before, a loop not running was read as its caller
+    gone: the creates not yet sent were stopped, and the await raised a bare
+    CancelledError though nobody cancelled anything."""
+    loop = asyncio.new_event_loop()
+    host, released, gateway, client, sending = ten_held_creates(loop)
+    try:
+        loop.run_until_complete(until(lambda: host.held == 2))  # cell 1 ends
+        released.set()  # the loop waits for the next cell meanwhile
+        for _ in range(3000):
+            if host.creates == 10:
+                break
+            time.sleep(0.01)
+        assert host.creates == 10
+        jobs = loop.run_until_complete(sending)  # cell 2: await it
+        assert sorted(job.request_id for job in jobs) == sorted(f"r{i}" for i in range(1, 11))
+    finally:
+        released.set()
+        loop.close()
+        client.sync.close()
+        gateway.close()
+
+
+def test_a_cancel_scheduled_on_the_loop_reaches_a_waiting_send_many_at_once() -> None:
+    """ipykernel's interrupt of a cell: its signal handler schedules the cancel on the
+    kernel's loop (``add_callback``), which runs it once the loop wakes. ``send_many``
+    wakes its caller while it waits on the worker, so the cancel lands while two creates
+    wait at the gateway and the other eight never leave. Before, a task awaiting its
+    worker woke only when the worker ended: every create went out first."""
+    loop = asyncio.new_event_loop()
+    host, released, gateway, client, sending = ten_held_creates(loop)
+    cancelled = threading.Event()
+    sending.add_done_callback(lambda _: cancelled.set())
+    previous = signal.signal(signal.SIGUSR1, lambda *_: loop.call_soon(sending.cancel))
+
+    def interrupt_once_two_are_held() -> None:  # the kernel's interrupt, from outside
+        for _ in range(3000):
+            if host.held == 2:
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        cancelled.wait(10)  # bounded: before, the cancel waited for every create
+        released.set()
+
+    interrupter = threading.Thread(target=interrupt_once_two_are_held)
+    interrupter.start()
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            loop.run_until_complete(sending)
+        interrupter.join(30)
+        for _ in range(3000):  # the two answer; a create sent after the cancel is counted
+            if two_answered_or_more_sent(host, client):
+                break
+            time.sleep(0.01)
+        assert host.creates == 2
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        released.set()
+        loop.close()
+        client.sync.close()
+        gateway.close()
+
+
+def refusing_gateway(arrived: threading.Event, release: threading.Event) -> LoopbackServer:
+    """A gateway on loopback that holds each create until ``release`` is set, then
+    refuses it for the rate limit (429, Retry-After 100 s): nothing made."""
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            arrived.set()
+            release.wait(60)
+            limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}}
+            body = json.dumps(limited).encode()
+            self.send_response(429)
+            self.send_header("Retry-After", "100")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return LoopbackServer(Handler)
+
+
+@pytest.mark.parametrize("call", ["submit", "send_many"])
+def test_a_cancelled_create_refused_after_the_cancel_frees_its_worker_at_once(call: str) -> None:
+    """A cancel while the create is on the wire; then the gateway refuses it (429,
+    Retry-After 100 s): nothing was made, and its next try never leaves, so its worker
+    (the only one) is free at once and the next call runs. Before, the create waited at
+    the rate gate for the whole Retry-After, holding the worker, only to be refused."""
+    arrived, release = threading.Event(), threading.Event()
+    gateway = refusing_gateway(arrived, release)
+
+    async def main() -> None:
+        client = gw.AsyncClient(gateway.base, KEY, max_in_flight=1)
+        request = client.prepare("ep", {}, validate=False)
+        if call == "submit":
+            sending = asyncio.ensure_future(client.send(request))
+        else:
+            sending = asyncio.ensure_future(client.send_many([request]))
+        assert await until(arrived.is_set)
+        sending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sending
+        # the client sees the stop within a quarter second, the create still on the wire;
+        # only then is it refused (a refusal before that never reaches the gate)
+        await asyncio.sleep(0.75)
+        release.set()
+        assert await asyncio.wait_for(client.history(), 30) == []  # the worker is free
+        client.sync.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+        gateway.close()
+
+
+def test_aclose_behind_a_cancelled_send_many_is_bounded_by_close_s_own_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``aclose`` while a cancelled ``send_many``'s create is on the wire and holds the
+    only worker (request timeout 40 s): the close waits for it at most its own grace, as
+    ``Client.close`` does. Before, it queued behind the worker for the create's timeout."""
+    monkeypatch.setattr("genwidgets._client.CREATE_ANSWER_GRACE", 0.5)
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+
+    async def main() -> None:
+        client = gw.AsyncClient(gateway.base, KEY, max_in_flight=1, timeout=40)
+        request = client.prepare("ep", {}, validate=False)
+        sending = asyncio.ensure_future(client.send_many([request]))
+        assert await until(lambda: host.held == 1)
+        sending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sending
+        with pytest.warns(gw.GenwidgetsWarning):
+            await asyncio.wait_for(client.aclose(), 30)
+        assert client.closed
+
+    try:
+        asyncio.run(main())
+    finally:
+        released.set()
+        gateway.close()
 
 
 @pytest.mark.parametrize("call", ["submit", "run"])

@@ -133,11 +133,26 @@ async def _run_all(
     for left in remaining - running:
         left.cancel()  # still waiting for its turn: it never leaves
     halted = halt is not None and halt.is_set()  # nobody waits: they answer, never cut
-    if running and (grace > 0 or halted):
-        await asyncio.wait(running, timeout=None if halted else grace)
+    if running and halted:
+        await _until_answered(tasks, running, in_flight)
+    elif running and grace > 0:
+        await asyncio.wait(running, timeout=grace)
     for left in running:
         left.cancel()
     await asyncio.gather(*remaining, return_exceptions=True)
+
+
+async def _until_answered(
+    tasks: Sequence[asyncio.Task[Any]], running: set[asyncio.Task[Any]], in_flight: set[int]
+) -> None:
+    """A halted batch: the works on the wire at the stop answer, never cut; one back off
+    the wire with nothing made (a 429) is cancelled as it waits for its next try, seen
+    within a quarter second, not left to hold its worker for the Retry-After."""
+    while pending := {task for task in running if not task.done()}:
+        for index, task in enumerate(tasks):
+            if task in pending and index not in in_flight:
+                task.cancel()
+        await asyncio.wait(pending, timeout=0.25)
 
 
 def run_each(

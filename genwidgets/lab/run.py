@@ -5,6 +5,7 @@ rows), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 from __future__ import annotations
 
 import logging
+import operator
 import secrets
 import sqlite3
 import time
@@ -350,8 +351,9 @@ class GridRun(Batch):
         keeps what is stored, so stars and a note given apart (a browser's star click
         and its note field) never undo each other. Persisted in the grid store."""
         total = len(self.cells)
-        if isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < total:
-            target = self.cells[cell]  # a negative index rated a cell counted from the end
+        number = whole_number(cell)  # NumPy's np.argmax of scores, a DataFrame's index
+        if number is not None and 0 <= number < total:
+            target = self.cells[number]  # a negative index rated a cell counted from the end
         elif isinstance(cell, GridCell) and cell in self.cells:
             target = cell
         else:
@@ -463,6 +465,17 @@ def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
     re-opens one."""
     chosen = client if client is not None else default_client()
     return store_for(chosen, GridStore).grids(chosen.gateway_name)
+
+
+def whole_number(value: object) -> int | None:
+    """An integer of any kind (``operator.index``: int, NumPy's), never a bool; None
+    for anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[call-overload]
+    except TypeError:
+        return None
 
 
 def status_of(cell: GridCell) -> str:

@@ -111,10 +111,15 @@ class GridCell:
     @property
     def trouble(self) -> str | None:
         """What went wrong, its meaning first: a create's own words ("not created: ...",
-        "outcome unknown: ...") or "failed: " and the task's error; None when nothing did."""
-        if self.error is None and self.failed:
+        "outcome unknown: ..."), "failed: " and the task's error, or a cancelled or timed-out
+        task's own words (a person or a deadline stopped it, not the gateway); None when
+        nothing did."""
+        state = self.row.state
+        if self.error is not None or not self.failed:
+            return self.error
+        if state == FAILED:
             return f"failed: {self.row.error}"
-        return self.error
+        return self.row.error or state
 
     @property
     def lost(self) -> bool:
@@ -418,8 +423,9 @@ class GridRun(Batch):
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as
-        its shown path), request id, status, trouble (a failed create's words or a failed
-        task's "failed: ...") and rating (exports; never the key)."""
+        its shown path), request id, status, trouble (a failed create's words, a failed
+        task's "failed: ...", a cancelled or timed-out one's own) and rating (exports;
+        never the key)."""
 
         data = {"id": self.id, **self.plan.describe()}
         data["cells"] = [
@@ -491,7 +497,7 @@ def status_of(cell: GridCell) -> str:
         return "contact lost"
     if cell.row.state == DONE:
         return "done"
-    if cell.failed:
-        return "failed"
+    if cell.failed:  # the batch's own words: cancelled (by a person), timed out, failed
+        return cell.row.state
     status = cell.job.last_status if cell.job is not None else None
     return status.status if status is not None and not is_terminal(status.status) else "running"

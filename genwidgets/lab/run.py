@@ -86,9 +86,11 @@ class GridCell:
     @property
     def error(self) -> str | None:
         """A create that failed, in its own words ("not created: ...", "outcome
-        unknown: ..."); None once a task exists, or while another kernel sends it."""
+        unknown: ..."); None once a task exists, while another kernel sends it, or while
+        it waits to be sent (a create given back: "not sent: ..." is why, no failure)."""
         row = self.row
-        return row.error if row.request_id is None and not row.elsewhere else None
+        ended = row.request_id is None and not row.elsewhere and row.state != WAITING
+        return row.error if ended else None
 
     @property
     def elsewhere(self) -> bool:
@@ -281,7 +283,8 @@ class GridRun(Batch):
         """The cells another kernel was sending when this one opened the grid, read again
         from the store (they showed "not created", failed, forever): one with a task now is
         followed here, no create, as a re-opened grid follows it; one ended there without a
-        task shows as it ended; one whose kernel went away before its answer is settled
+        task shows as it ended; one given back there unsent (``waiting``) is this kernel's
+        to send at :meth:`submit`; one whose kernel went away before its answer is settled
         from the ledger by its tag (:meth:`Batch.reconcile`). Returns how many another
         live kernel is still sending."""
         held = [c.row for c in self.cells if c.row.elsewhere]
@@ -292,7 +295,7 @@ class GridRun(Batch):
         alive = tables.alive_owners() - {tables.owner}
         follow: list[BatchRow] = []
         settle: list[BatchRow] = []
-        sending = 0
+        sending, given_back = 0, False
         with self.lock:
             for row in held:
                 record = stored.get(row.index)
@@ -303,19 +306,23 @@ class GridRun(Batch):
                     continue
                 self.as_stored(row, record)
                 row.elsewhere = False
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
                 if record.request_id is not None:
                     follow.append(row)
                 elif record.state == SENDING:
-                    row.attempt, row.reserved_at = record.attempt, record.reserved_at
                     settle.append(row)
+                elif record.state == WAITING:  # given back there (a rate limit, a pause)
+                    given_back = True
         if settle:
             self.reconcile(settle)
-            with self.lock:  # one that never left waits for submit(), as on re-opening
+        if settle or given_back:
+            with self.lock:  # one that never left is this kernel's: submit() sends it, as
+                # on re-opening (with no stop, submit() sent nothing and wait() never ended)
                 if self.waiting() and not self.sending and self.stopped is None:
                     self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         if follow:
             self.attach_all(follow)
-        if follow or settle:
+        if follow or settle or given_back:
             self._ensure_finisher()
             self.changed()
         return sending

@@ -25,7 +25,15 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.batch_store import CREATED, DONE, GridStore, RowUpdate, SessionTables, store_for
+from genwidgets.lab.batch_store import (
+    CREATED,
+    DONE,
+    WAITING,
+    GridStore,
+    RowUpdate,
+    SessionTables,
+    store_for,
+)
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -384,6 +392,44 @@ def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
         again.submit(wait=True).wait(timeout=60)
         assert [status_of(c) for c in again.cells] == ["done"] * 3
         assert client.request_counts["create"] == creates + 1
+
+
+def test_cells_another_kernel_gave_back_unsent_are_sent_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """Cells the other kernel gave back unsent (a rate limit, a pause: ``waiting``, its
+    spend released) and never sent again before it went away: they read "not created",
+    submit() sent nothing and wait() never ended. They are this kernel's: "not sent",
+    and submit() sends each once."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.run.store_batch()
+        other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
+        sending = GridStore(other)
+        taken = sending.reserve(grid.id, [(i, {}) for i in range(2)], {}).taken
+        again = gw.load_grid(grid.id, client=client)
+        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 2
+        given_back = "not sent: rate limited; nothing was made, so it waits to be sent again"
+        sending.settle(
+            grid.id, [RowUpdate(i, WAITING, None, given_back, None, n) for i, n in taken]
+        )
+        other.close()  # gone before sending them again
+        creates = client.request_counts.get("create", 0)
+        assert again.run.follow_elsewhere() == 0
+        assert [status_of(c) for c in again.cells] == ["not sent"] * 2
+        assert not any(c.failed or c.trouble for c in again.cells)
+        again.submit(wait=False).run.wait(timeout=60)  # bounded: it never ended
+        assert [status_of(c) for c in again.cells] == ["done"] * 2
+        assert client.request_counts["create"] == creates + 2
 
 
 #: a kernel of its own (one process keeps one store per ledger file, open for writing)

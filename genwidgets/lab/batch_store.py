@@ -243,8 +243,9 @@ class RowRecord:
 
 @dataclass(frozen=True)
 class RowUpdate:
-    """A change of one row: its new state (and request id, error, files), and whether
-    the units of its current attempt go back to the budget (nothing was created)."""
+    """A change of one row: its new state (and request id, error, files), whether the
+    units of its current attempt go back to the budget (nothing was created), and the
+    attempt it was learnt of (None: any)."""
 
     index: int
     state: str
@@ -252,6 +253,9 @@ class RowUpdate:
     error: str | None = None
     files: Sequence[str] | None = None
     release: int | None = None  # the attempt whose spend is given back
+    #: written only while the row is still at this attempt: a reservation since (made
+    #: by another process) is a newer row than this change was learnt of
+    attempt: int | None = None
 
 
 @dataclass(frozen=True)
@@ -507,18 +511,24 @@ class BatchStore:
             return Reserved([], self.spent(batch_id))
         return self._write(write)
 
-    def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
-        """Write many rows' changes in one transaction (and give back released spend)."""
+    def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> list[RowUpdate]:
+        """Write many rows' changes in one transaction (and give back released spend);
+        returns the changes not written: a compare-and-set, each written only
+        while its row is at the attempt it was learnt of (``RowUpdate.attempt``). A view's
+        change queued while the file could not be written, or a dead kernel's row settled
+        as another kernel reserves it, wrote an older row over a newer one (a paid,
+        done cell read failed and was created again); the caller reads those again."""
         if not updates:
-            return
+            return []
         now = time.time()
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
-                "error = ?, files = COALESCE(?, files), updated_at = ? "
-                "WHERE batch_id = ? AND idx = ?",
-                [
+        def write(conn: sqlite3.Connection) -> list[RowUpdate]:
+            stale: list[RowUpdate] = []
+            for u in updates:
+                written = conn.execute(
+                    "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
+                    "error = ?, files = COALESCE(?, files), updated_at = ? "
+                    "WHERE batch_id = ? AND idx = ? AND (? IS NULL OR attempt = ?)",
                     (
                         u.state,
                         u.request_id,
@@ -527,16 +537,19 @@ class BatchStore:
                         now,
                         batch_id,
                         u.index,
-                    )
-                    for u in updates
-                ],
-            )
+                        u.attempt,
+                        u.attempt,
+                    ),
+                ).rowcount
+                if not written:
+                    stale.append(u)
             conn.executemany(
                 "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
                 [(batch_id, u.index, u.release) for u in updates if u.release is not None],
             )
+            return stale
 
-        self._write(write)
+        return self._write(write)
 
 
 @dataclass(frozen=True, repr=False)

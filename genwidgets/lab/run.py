@@ -486,7 +486,7 @@ def whole_number(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        return operator.index(value)  # type: ignore[call-overload]
+        return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         return None
 

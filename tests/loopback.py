@@ -84,13 +84,14 @@ class FileHost:
     ``served`` the files sent whole, by path; ``asked`` every download asked;
     ``answers`` one output index's own status, over ``answer``. ``files_open`` and
     ``results_open`` cleared: file requests, or result addresses, hang until set (30 s
-    at most). ``outputs``: how many a result lists; ``html_errors``: a failed file is a
-    proxy's HTML page, not the gateway's JSON."""
+    at most). ``outputs``: how many a result lists, each of ``content_type``;
+    ``html_errors``: a failed file is a proxy's HTML page, not the gateway's JSON."""
 
     def __init__(self) -> None:
         self.answer = 200
         self.answers: dict[int, int] = {}
         self.outputs = 2
+        self.content_type = "image/png"
         self.html_errors = False
         self.content = "bytes of"  # a file's bytes: this, then its path (changed: other bytes)
         self.files_open, self.results_open = threading.Event(), threading.Event()
@@ -127,7 +128,7 @@ def files_gateway(host: FileHost) -> LoopbackServer:
                 rid = self.path.split("/")[-2]
                 files = f"http://{self.headers['Host']}/files/{rid}"
                 outputs = [
-                    {"url": f"{files}/{n}.png", "content_type": "image/png"}
+                    {"url": f"{files}/{n}.png", "content_type": host.content_type}
                     for n in range(host.outputs)
                 ]
                 self.send_json({"status": "COMPLETED", "error": None, "outputs": outputs})
@@ -154,7 +155,7 @@ def files_gateway(host: FileHost) -> LoopbackServer:
                 return
             data = f"{host.content} {self.path}".encode()
             self.send_response(200)
-            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Type", host.content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

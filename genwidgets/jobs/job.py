@@ -143,6 +143,8 @@ class Job:
         self.poll_error: BaseException | None = None
         self.poll_failed_at: float | None = None
         self._resend: asyncio.Future[None] | None = None
+        #: the urgent status asked once a cancel could not be sent (:meth:`_ask_now`)
+        self._asked_now: asyncio.Future[None] | None = None
         #: set when a kept cancel may go now (an answer came, the job ended)
         self._resend_now: asyncio.Event | None = None
         self._recorder = recorder
@@ -470,6 +472,8 @@ class Job:
             self.cancel_error = exc
             self._notify()
             self._resend_later()
+            if not resend and isinstance(exc, (ServerError, Unreachable)):
+                self._asked_now = asyncio.ensure_future(self._ask_now())
             raise
         except GatewayError as exc:
             # Already finished on the gateway (a kept cancel taken after all, its answer
@@ -486,6 +490,22 @@ class Job:
         finally:
             if self._wake is not None:
                 self._wake.set()
+
+    async def _ask_now(self) -> None:
+        """A status asked at the front of the status budget's queue once a cancel could
+        not be sent for want of contact: whoever waits on that cancel (a batch's deadline,
+        :func:`poll_failed_since`) learns at once whether contact holds, however long the
+        budget's queue its own poll waits in; a failure is kept as a poll's."""
+        if self.done():
+            return
+        try:
+            await self._status_now(retries=0)
+        except (ServerError, Unreachable) as exc:
+            self.poll_error, self.poll_failed_at = exc, time.time()
+        except GenwidgetsError:  # a rate limit, a task gone: the job's own poll says
+            pass
+        except Exception:  # a bug must not stop the engine
+            log.exception("genwidgets: asking the status of %s failed", self.request_id)
 
     def _cancel_taken(self) -> None:
         """The gateway took the cancel, or the task ended: a kept cancel is no more."""

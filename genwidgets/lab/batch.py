@@ -43,6 +43,7 @@ from ..errors import (
 )
 from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..protocol.records import says_cancelled
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
 from .batch_store import (
@@ -258,17 +259,25 @@ class Batch:
 
     def attach(self, row: BatchRow, job: JobLike, created_at: float | None = None) -> None:
         """Follow a row's task: its end queues the row for the finisher (engine thread:
-        a queue put, nothing more), word of it marks the book changed."""
+        a queue put, nothing more), word of it marks the book changed. A new task starts
+        the row's deadline (``created_at``); its task followed again by a new job keeps
+        it, and a cancel asked of the task (a deadline's or a person's) is asked of the
+        new job at once, its grace counting anew (docs/decisions.md#batch-progress)."""
+        same_task = row.request_id == str(job.request_id) and row.created_at is not None
+        old = row.job
         row.job, row.request_id = job, str(job.request_id)
-        row.created_at = created_at if created_at is not None else time.time()
         row.rate_limited = 0
-        # a cancel asked of its task before was asked of another job: this one's deadline
-        # (a deadline's) or its grace (a person's) counts anew
-        row.timed_out, row.cancel_asked_at = False, None
-        row.word_at_cancel = None
-        if row.user_cancelled and not job.done():  # a person's cancel holds for the task
+        row.cancel_asked_at, row.word_at_cancel = None, None
+        if not same_task:
+            row.created_at = created_at if created_at is not None else time.time()
+            row.timed_out = False
+        deadline = row.timed_out and self.on_timeout == "cancel"
+        if (row.user_cancelled or deadline) and not job.done():  # it holds for the task
             row.cancel_asked_at = time.time()
-            job.request_cancel()
+            row.word_at_cancel = job.last_status if deadline else None
+            taken = getattr(old, "cancel_requested", False) and kept_cancel(old) is None
+            if not (same_task and taken):  # one the gateway took holds: not asked again
+                job.request_cancel()
         index = row.index
 
         def ended(_job: Any) -> None:
@@ -584,7 +593,7 @@ class Batch:
                 self.update(row, TIMED_OUT)
             else:  # cancelled (by a deadline or a person) is not the gateway's failure
                 cancelled = row.user_cancelled or (
-                    result is not None and result.status == "CANCELLED"
+                    result is not None and says_cancelled(result.status, result.error_type)
                 )
                 row.error = error
                 self.update(row, CANCELLED if cancelled else FAILED)
@@ -823,24 +832,24 @@ class Batch:
                 with self.lock:
                     self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
                 continue
-            with self.lock:  # a lost row come due keeps its deadline; any other starts one
-                due = row.follow_at is not None
-                self.attach(row, job, created_at=row.created_at if due else job.submitted_at)
+            with self.lock:  # a task followed again keeps its deadline (attach)
+                self.attach(row, job, created_at=job.submitted_at)
                 row.follow_at = None
                 if row.state not in (LEFT, CREATED):
                     self.update(row, CREATED)
 
     def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:
         """A row another live process holds, shown here as the store has it (ended there:
-        as it ended; still going there: ``unknown`` here) and never written by this one: the
-        store and the manifest are that process's to write. Under the batch's lock."""
+        as it ended; still going there: ``unknown`` here) and never written nor sent by this
+        one, ended or not: the store and the manifest are that process's to write, and it
+        may retry the row (each re-read shows it anew). Under the batch's lock."""
         row.planned.prepared = None
         row.ended_at = time.time()
+        row.elsewhere = True
         if record is not None and record.state in ENDED:
             self.as_stored(row, record)
-            row.elsewhere = False  # ended there: nothing more is that process's to do
             return
-        row.state, row.elsewhere = UNKNOWN, True
+        row.state = UNKNOWN
         row.request_id = record.request_id if record is not None else None
         there = record.state if record is not None else "gone"
         row.error = f"another process is sending this {self.noun} and holds it ({there} there)"
@@ -860,17 +869,19 @@ class Batch:
                     self.show_as_stored(row, stored.get(row.index))
 
     def reread_stale(self, refused: Sequence[RowUpdate]) -> None:
-        """Rows whose changes the store refused (another process reserved them since the
-        attempt each change was learnt of), read again: held as that process's, as rows
-        another process holds are (:meth:`show_as_stored`; a grid follows them up,
-        ``GridRun.follow_elsewhere``). A row this process reserved again meanwhile is its
-        own and left as it is."""
+        """Rows whose changes the store refused for a later attempt (another process
+        reserved them since the attempt each change was learnt of), read again: held as
+        that process's, as rows another process holds are (:meth:`show_as_stored`; a grid
+        follows them up, ``GridRun.follow_elsewhere``). A row this process reserved again
+        meanwhile is its own and left as it is."""
         stored = {r.index: r for r in self.store.rows(self.id, [u.index for u in refused])}
         own = self.store.tables.owner
         with self.lock:
             for change in refused:
                 row, record = self.rows[change.index], stored.get(change.index)
-                if record is None or row.attempt != change.attempt or record.owner == own:
+                if record is None or record.attempt == change.attempt:
+                    continue  # refused by the guard: that live process's row, as it was
+                if row.attempt != change.attempt or record.owner == own:
                     continue  # reserved here again meanwhile: this process's own
                 row.job, row.follow_at = None, None  # the older attempt's task: not this row's
                 row.attempt, row.reserved_at = record.attempt, record.reserved_at
@@ -1059,9 +1070,24 @@ class Batch:
 
     def retry_failed(self) -> int:
         """Send the failed rows again (a new attempt each, counted by the budget);
-        returns how many."""
+        returns how many. Only rows this process holds (none another live process held
+        at its start) whose stored state is still ``failed``: one another live process
+        took and retried since is shown as the store has it, never sent from here (two
+        copies of one batch pay once; the store's ``settle`` guards it too)."""
         with self.lock:
-            failed = [r for r in self.rows if r.state == FAILED]
+            mine = [r for r in self.rows if r.state == FAILED and not r.elsewhere]
+        stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in mine])}
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner} if mine else set()
+        with self.lock:
+            failed = []
+            for row in mine:
+                record = stored.get(row.index)
+                if record is None or record.state == FAILED:
+                    if row.state == FAILED and not row.elsewhere:  # not changed meanwhile
+                        failed.append(row)
+                elif record.owner in others:
+                    self.show_as_stored(row, record)
             for row in failed:
                 row.error, row.request_id, row.job = None, None, None
                 row.files, row.timed_out, row.rate_limited = [], False, 0
@@ -1080,7 +1106,11 @@ class Batch:
         (``files pending``: a read-only folder, a full disk), from their kept outputs,
         with no new create; returns how many are done now."""
         with self.lock:
-            pending = [r for r in self.rows if r.state == PENDING and r.request_id is not None]
+            pending = [
+                r
+                for r in self.rows
+                if r.state == PENDING and r.request_id is not None and not r.elsewhere
+            ]
         written = 0
         self.attach_all([r for r in pending if r.job is None])  # read back from the ledger
         for row in pending:

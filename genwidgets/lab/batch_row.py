@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import shown_path
-from .batch_store import CREATED, ENDED, LEFT, PENDING, UNKNOWN, WAITING
+from .batch_store import CREATED, DONE, ENDED, LEFT, PENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
@@ -47,7 +47,8 @@ NEXT = {
     "contact lost": "its task exists: running the batch again re-attaches it, with no new create",
     "left running": "left running at the gateway: running the batch again re-attaches it",
 }
-#: what happens next to a row another live process holds (shown here as ``unknown``)
+#: what happens next to a row another live process holds (shown here as ``unknown``, or
+#: as it ended there)
 NEXT_ELSEWHERE = (
     "another process is sending it: running the batch again after that process ends "
     "settles it (its task re-attached, or sent if it never left)"
@@ -116,8 +117,8 @@ class BatchRow:
         """What happens next to this row, in words ("" when nothing does)."""
         if self.follow_at is not None:
             return "followed again with backoff until its deadline, then listed unknown"
-        if self.elsewhere:
-            return NEXT_ELSEWHERE
+        if self.elsewhere:  # held there, or ended there (that process may retry it)
+            return "" if self.state == DONE else NEXT_ELSEWHERE
         if self.state == UNKNOWN and self.request_id:
             return NEXT["contact lost"]
         return NEXT.get(self.status, "")

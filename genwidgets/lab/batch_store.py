@@ -513,33 +513,47 @@ class BatchStore:
 
     def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> list[RowUpdate]:
         """Write many rows' changes in one transaction (and give back released spend);
-        returns the changes not written: a compare-and-set, each written only
-        while its row is at the attempt it was learnt of (``RowUpdate.attempt``). A view's
+        returns the changes not written. Each is written only while its row is at the
+        attempt it was learnt of (``RowUpdate.attempt``, a compare-and-set): a view's
         change queued while the file could not be written, or a dead kernel's row settled
-        as another kernel reserves it, wrote an older row over a newer one (a paid,
-        done cell read failed and was created again); the caller reads those again."""
+        as another kernel reserved it, wrote an older row over a newer one (a paid, done
+        cell read failed and was created again); the caller reads those again. A row
+        another live process reserved is written only as that process's rows may be (the
+        guard): ``waiting`` (a retry) over ``failed`` only, so a copy's older view never
+        undoes its ``done`` to send it again; any other change over an ended row (resumed
+        here, as :meth:`Batch.restore` takes them); the same task's end over a row it is
+        sending or following (a grid follows the tasks of another kernel's cells). Rows of
+        this process, of none, or of one that has ended, are written as they come."""
         if not updates:
             return []
         now = time.time()
+        others = json.dumps(sorted(self.tables.alive_owners() - {self.tables.owner}))
+        ended = ", ".join(f"'{state}'" for state in ENDED)  # constants of this module
 
         def write(conn: sqlite3.Connection) -> list[RowUpdate]:
             stale: list[RowUpdate] = []
             for u in updates:
                 written = conn.execute(
-                    "UPDATE batch_rows SET state = ?, request_id = COALESCE(?, request_id), "
-                    "error = ?, files = COALESCE(?, files), updated_at = ? "
-                    "WHERE batch_id = ? AND idx = ? AND (? IS NULL OR attempt = ?)",
-                    (
-                        u.state,
-                        u.request_id,
-                        redact(u.error) if u.error else None,
-                        None if u.files is None else json.dumps(list(u.files)),
-                        now,
-                        batch_id,
-                        u.index,
-                        u.attempt,
-                        u.attempt,
-                    ),
+                    "UPDATE batch_rows SET state = :state, "
+                    "request_id = COALESCE(:rid, request_id), error = :error, "
+                    "files = COALESCE(:files, files), updated_at = :now "
+                    "WHERE batch_id = :batch AND idx = :idx "
+                    "AND (:attempt IS NULL OR attempt = :attempt) AND (owner IS NULL "
+                    "OR owner NOT IN (SELECT value FROM json_each(:others)) "
+                    f"OR (:state = '{WAITING}' AND state = '{FAILED}') "
+                    f"OR (:state != '{WAITING}' AND state IN ({ended})) "
+                    f"OR (state NOT IN ({ended}) AND :state IN ({ended}) AND request_id IS :rid))",
+                    {
+                        "state": u.state,
+                        "rid": u.request_id,
+                        "error": redact(u.error) if u.error else None,
+                        "files": None if u.files is None else json.dumps(list(u.files)),
+                        "now": now,
+                        "batch": batch_id,
+                        "idx": u.index,
+                        "attempt": u.attempt,
+                        "others": others,
+                    },
                 ).rowcount
                 if not written:
                     stale.append(u)

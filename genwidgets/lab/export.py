@@ -22,6 +22,8 @@ from .._files import write_atomically
 from .._formats import short
 from .._palette import PALETTE
 from ..media.thumbnails import DEFAULT_SIDE, decoded, first_frame
+from ..protocol.fetch import MAX_READ_BYTES
+from ..protocol.output import ReadBudget
 from ..protocol.records import Output
 from .provenance import MAX_TEXT_BYTES, PNG_SIGNATURE, png_text
 from .run import status_of
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = [
     "PAGE_SCRIPT_HEAD",
     "PNG_KEY",
+    "SHEET_READS",
+    "SHEET_READ_SECONDS",
     "TILE",
     "axis_values",
     "description_json",
@@ -54,6 +58,11 @@ TILE = DEFAULT_SIDE
 HEADER = 170  # room for row labels, left
 LABEL_ROW = 28  # column label height
 FONT_SIZE = 14
+#: The tiles' pictures one sheet reads from a gateway (outputs not downloaded), each
+#: begun before one deadline, none after one failed; the other tiles say why they have
+#: none (docs/decisions.md#grid-page-reads).
+SHEET_READS = 40
+SHEET_READ_SECONDS = 30.0
 
 
 def local_paths_shown(text: str) -> str:
@@ -73,20 +82,23 @@ def description_json(run: GridRun) -> str:
     return local_paths_shown(redact(described))
 
 
-def _poster(output: Output) -> PILImage.Image | None:
+def _poster(output: Output, reads: ReadBudget) -> PILImage.Image | str | None:
     """The picture of an output: the image itself, or a video's first frame; ``None``
     for another kind, or when it cannot be read (an expired URL, a missing file,
-    bytes no decoder reads, a picture past the thumbnails' pixel cap): the tile says so."""
+    bytes no decoder reads, a picture past the thumbnails' pixel cap): the tile says so.
+    One not downloaded is read within the sheet's ``reads``; past them, why not."""
+    if output.kind not in ("image", "video"):
+        return None
+    remote = ReadBudget.asks_gateway(output)
+    if remote and (why := reads.refused()) is not None:
+        return f"{output.kind} not read: {why}"
     try:
-        if output.kind == "image":
-            image = decoded(io.BytesIO(output.read()), TILE)  # capped like a thumbnail
-            return image.convert("RGB") if image is not None else None
-        if output.kind == "video":
-            frame = first_frame(io.BytesIO(output.read()))
-            return frame.convert("RGB") if frame is not None else None
+        data = io.BytesIO(reads.read(output, MAX_READ_BYTES) if remote else output.read())
+        # an image capped like a thumbnail, a video's first frame
+        picture = decoded(data, TILE) if output.kind == "image" else first_frame(data)
     except Exception:
         return None
-    return None
+    return picture.convert("RGB") if picture is not None else None
 
 
 def _star_points(cx: float, cy: float, r: float) -> list[tuple[float, float]]:
@@ -201,6 +213,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
     legend_h = 20 * len(heads) + 12
     row_h = TILE + 26  # a tile and its stars
     z_tables = tables(run)
+    reads = ReadBudget(SHEET_READS, SHEET_READ_SECONDS)  # one for all its tiles
     z_axis = run.plan.shown("z")
     scores = margins(run)
     table_h = LABEL_ROW + len(ys) * row_h + 8 + (MARGIN_H if "x" in scores else 0)
@@ -226,7 +239,7 @@ def save_png(run: GridRun, path: str | Path) -> Path:
                 draw_text(draw, (8, y0 + TILE // 2 - 10), label, font, PALETTE["ink"])
             for c, cell in enumerate(row):
                 if cell is not None:
-                    _draw_tile(sheet, draw, font, cell, HEADER + c * (TILE + 8), y0)
+                    _draw_tile(sheet, draw, font, cell, (HEADER + c * (TILE + 8), y0), reads)
             if "y" in scores:
                 where = (HEADER + len(xs) * (TILE + 8) + 4, y0 + TILE // 2 - 10)
                 text = score_text(scores["y"][r]).replace(" · ", "\n", 1)
@@ -249,21 +262,27 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)[:4]) or text
 
 
-def _draw_tile(sheet: Any, draw: Any, font: Any, cell: GridCell, x0: int, y0: int) -> None:
-    """A cell's tile: its first picture (else its trouble or status), count and stars."""
+def _draw_tile(
+    sheet: Any, draw: Any, font: Any, cell: GridCell, at: tuple[int, int], reads: ReadBudget
+) -> None:
+    """A cell's tile at ``at``: its first picture (else its trouble, why the picture was
+    not read, or its status), count and stars."""
+    x0, y0 = at
     trouble = cell.trouble
     draw.rectangle(
         (x0, y0, x0 + TILE - 1, y0 + TILE - 1), fill=PALETTE["failed_bg" if trouble else "tile"]
     )
     pictured = (output for output in cell.outputs if output.kind in ("image", "video"))
     output = next(pictured, cell.outputs[0] if cell.outputs else None)
-    picture = _poster(output) if output is not None else None
-    if picture is not None:
+    picture = _poster(output, reads) if output is not None else None
+    if picture is not None and not isinstance(picture, str):
         picture.thumbnail((TILE, TILE))
         sheet.paste(picture, (x0 + (TILE - picture.width) // 2, y0 + (TILE - picture.height) // 2))
     elif trouble:
         text = _wrap(short(trouble, 128), 32)
         draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["failed_ink"])
+    elif picture is not None:  # why it was not read
+        draw_text(draw, (x0 + 8, y0 + 8), _wrap(picture, 32), font, PALETTE["muted"])
     else:
         text = output.kind if output is not None else status_of(cell)
         draw_text(draw, (x0 + 8, y0 + 8), text, font, PALETTE["muted"])

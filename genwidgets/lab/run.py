@@ -21,6 +21,7 @@ from .batch import TICK, Batch
 from .batch_store import (
     CANCELLED,
     DONE,
+    ENDED,
     FAILED,
     SENDING,
     TIMED_OUT,
@@ -276,8 +277,8 @@ class GridRun(Batch):
         until :meth:`follow_elsewhere` takes it up (a re-read at a final write ended it
         here with no outputs, and it was never followed)."""
         super().show_as_stored(row, record)
-        if row.request_id is not None and row.job is None:
-            row.elsewhere = True
+        if record is not None and record.state in ENDED:  # ended there: held only untaken
+            row.elsewhere = row.request_id is not None and row.job is None
 
     def follow_elsewhere(self) -> int:
         """The cells another kernel was sending when this one opened the grid, read again

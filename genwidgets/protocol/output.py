@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "UNTYPED",
     "Output",
     "OutputSource",
+    "ReadBudget",
     "cache_budget",
     "url_in_words",
 ]
@@ -358,6 +360,46 @@ class Output:
 
     def json(self) -> Any:
         return json.loads(self.read())
+
+
+class ReadBudget:
+    """The reads one view or export makes from a gateway (a face, a page, a contact
+    sheet): at most ``reads``, each begun before one deadline ``seconds`` from now (a
+    read ends within its own download deadline), none after one failed (an expired URL
+    or a gateway away: the next would fail too, each after its timeout). A result can
+    list thousands of outputs: without it they were read one after another."""
+
+    def __init__(self, reads: int, seconds: float) -> None:
+        self.reads, self.seconds, self.left = reads, seconds, reads
+        self.deadline = time.monotonic() + seconds
+        self.failed = False
+
+    @staticmethod
+    def asks_gateway(output: Output) -> bool:
+        """Whether reading ``output`` downloads it, a read the budget counts: no local
+        copy, no bytes in hand, a URL that is not a ``data:`` one."""
+        url = output.url or ""
+        held = output.size() is not None or output.inline() is not None
+        return not held and bool(url) and not url.startswith("data:")
+
+    def refused(self) -> str | None:
+        """Why no more reads are made; None while one may be."""
+        if self.failed:
+            return "a read from the gateway failed before it: no more are made"
+        if self.left <= 0:
+            return f"at most {self.reads} outputs are read from the gateway"
+        if time.monotonic() >= self.deadline:
+            return f"outputs are read from the gateway for at most {self.seconds:g} s"
+        return None
+
+    def read(self, output: Output, max_bytes: int) -> bytes:
+        """The output's bytes, one read of the budget (ask :meth:`refused` first)."""
+        self.left -= 1
+        try:
+            return output.read(max_bytes)
+        except Exception:
+            self.failed = True
+            raise
 
 
 def _short_url(url: str, limit: int = 80) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "FOLLOWED",
     "GONE",
     "GONE_AFTER",
+    "HOLDS",
     "LIVE",
     "LOST_AFTER",
     "SHARED_CANCEL",
@@ -58,6 +59,8 @@ __all__ = [
     "usable",
 ]
 
+#: the holds upstream's rate limit writes (``holds.name``), and what each holds back
+HOLDS = {"creates": "creates", "sweeps": "the sweep's status requests"}
 #: task states that hold a place in a key's concurrency cap
 LIVE = ("sending", "open", "cancelling")
 #: task states upstream is asked about (it made them)
@@ -112,17 +115,18 @@ def holding_creates(db: Database, now: float | None = None, *, what: str = "crea
     return max(0.0, row[0] - (time.time() if now is None else now)) if row else 0.0
 
 
-def clear_hold(db: Database) -> float:
-    """The teacher's word that upstream takes creates again: every process sends them at
-    once. The seconds the hold had left (0: there was none). Read and deleted in one
-    transaction, and only the hold read: a longer one another process's 429 wrote in
-    between stays (it was deleted unseen)."""
+def clear_hold(db: Database, *, what: str = "creates") -> float:
+    """The teacher's word that upstream takes creates (``what="sweeps"``: the sweep's
+    status requests) again: every process sends them at once. The seconds the hold had
+    left (0: there was none). Read and deleted in one transaction, and only the hold
+    read: a longer one another process's 429 wrote in between stays (it was deleted
+    unseen)."""
 
     def work(tx: Tx) -> float:
-        row = tx.one("SELECT until FROM holds WHERE name = 'creates' {lock}")
+        row = tx.one("SELECT until FROM holds WHERE name = ? {lock}", (what,))
         if row is None:
             return 0.0
-        tx.run("DELETE FROM holds WHERE name = 'creates' AND until = ?", (row[0],))
+        tx.run("DELETE FROM holds WHERE name = ? AND until = ?", (what, row[0]))
         return max(0.0, float(row[0]) - time.time())
 
     return db.run(work)

@@ -25,7 +25,7 @@ from .._config import DEMO_KEY, Secret
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError
-from .budgets import clear_hold, holding_creates, resolve_unknown, task_state, tasks_of
+from .budgets import HOLDS, clear_hold, holding_creates, resolve_unknown, task_state, tasks_of
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
@@ -154,13 +154,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     commands.add_parser("usage", help="spend against budget per key", parents=[JSON_FLAG])
     hold = commands.add_parser(
         "hold",
-        help="show or clear the hold on creates after upstream's rate limit",
+        help="show or clear the holds on creates and sweeps after upstream's rate limit",
         parents=[JSON_FLAG],
     )
     hold.add_argument(
         "--clear",
         action="store_true",
-        help="upstream takes creates again: every server process sends them at once",
+        help="upstream takes requests again: every server process sends creates and sweeps at once",
     )
 
 
@@ -341,19 +341,41 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
 
 
 def _hold(db: Database, args: argparse.Namespace) -> int:
-    """``serve hold [--clear]``: upstream's rate limit on creates, held in the database
-    (every process of the class honours it), shown, or cleared by the teacher."""
-    left = clear_hold(db) if args.clear else holding_creates(db)
-    if not left:
-        text = "creates are not held back"
+    """``serve hold [--clear]``: upstream's rate limits, held in the database (every
+    process of the class honours them), shown, or cleared by the teacher: one on creates
+    (a create answered 429), one on the sweep's status requests (a status answered 429;
+    while it lasts, tasks nobody polls do not settle)."""
+    held = {
+        what: clear_hold(db, what=what) if args.clear else holding_creates(db, what=what)
+        for what in HOLDS
+    }
+    if not any(held.values()):
+        text = "creates and sweeps are not held back"
     elif args.clear:
-        text = f"cleared: creates go upstream again ({left:.0f} s of the hold were left)"
-    else:
-        text = (
-            f"creates are held back for {left:.0f} s more (upstream's rate limit); "
-            "clear it with: serve hold --clear"
+        text = "cleared: " + "; ".join(
+            f"{HOLDS[what]} go upstream again ({left:.0f} s of the hold were left)"
+            for what, left in held.items()
+            if left
         )
-    return say(args, {"held_seconds": 0.0 if args.clear else left, "cleared": args.clear}, text)
+    else:
+        text = "\n".join(
+            f"{HOLDS[what]} are held back for {left:.0f} s more (upstream's rate limit)"
+            for what, left in held.items()
+            if left
+        )
+        text += "\nif upstream answers again sooner: serve hold --clear (ends both)"
+    shown = {what: 0.0 if args.clear else left for what, left in held.items()}
+    cleared = [what for what, left in held.items() if args.clear and left]
+    return say(
+        args,
+        {
+            "held_seconds": shown["creates"],
+            "holds": shown,
+            "cleared": args.clear,
+            "cleared_holds": cleared,
+        },
+        text,
+    )
 
 
 def _upstream_key(upstream: str) -> Secret:

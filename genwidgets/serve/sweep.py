@@ -57,8 +57,11 @@ def claim(
     db: Database, older_than: float, now: float | None = None, *, not_since: float | None = None
 ) -> list[tuple[Any, ...]]:
     """Unfinished tasks not looked at since ``older_than`` seconds (nor since
-    ``not_since``: a sweep asks about a task once), marked as looked at now:
+    ``not_since``: a sweep asks about a task once), taken for this sweep:
     (id, endpoint, upstream id, state, since when upstream answered only 404s for it).
+    A task taken is stamped :data:`SWEEP_SECONDS` ahead, past the end of the sweep that
+    took it, and stamped again when its ask is sent (:func:`_ask`): a task still queued
+    behind :data:`ASKS_AT_ONCE` is not another process's to ask meanwhile.
     Half a batch goes to tasks never looked at, oldest first, half to those looked at,
     longest unseen first, and one kind's unused places to the other: neither waits
     forever behind a steady stream of the other, on both databases alike (a single
@@ -66,16 +69,7 @@ def claim(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
-        stale = tx.rows(  # a process that stopped between reserving and upstream's answer
-            "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
-            (now - STALE_SENDING,),
-        )
-        for (task_id,) in stale:
-            tx.run(
-                "UPDATE tasks SET state = 'unknown', error = ? WHERE id = ?",
-                ("the server stopped while sending this create", task_id),
-            )
-            update_followers(tx, task_id)
+        _give_up_sending(tx, now)
         due = (
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
             "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ?"
@@ -101,10 +95,33 @@ def claim(
         take_seen = min(len(seen), max(BATCH // 2, BATCH - len(fresh)))
         rows = fresh[: BATCH - take_seen] + seen[:take_seen]
         for row in rows:
-            tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now, row[0]))
+            tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (now + SWEEP_SECONDS, row[0]))
         return rows
 
     return db.run(work)
+
+
+def _give_up_sending(tx: Tx, now: float) -> None:
+    """Creates still ``sending`` after :data:`STALE_SENDING` (their process stopped
+    between reserving and upstream's answer) become ``unknown``: no upstream needed, so
+    a sweep does it even while upstream's rate limit holds its status requests back."""
+    stale = tx.rows(
+        "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
+        (now - STALE_SENDING,),
+    )
+    for (task_id,) in stale:
+        tx.run(
+            "UPDATE tasks SET state = 'unknown', error = ? WHERE id = ?",
+            ("the server stopped while sending this create", task_id),
+        )
+        update_followers(tx, task_id)
+
+
+def _asked(db: Database, task_id: str) -> None:
+    """Stamp a task as asked about now (its ask is being sent)."""
+    db.run(
+        lambda tx: tx.run("UPDATE tasks SET checked_at = ? WHERE id = ?", (time.time(), task_id))
+    )
 
 
 async def sweep_once(state: ServeState) -> int:
@@ -114,9 +131,11 @@ async def sweep_once(state: ServeState) -> int:
     class's steady creates never push an old task's re-check back without bound
     (docs/decisions.md#serve-reservations). It lasts :data:`SWEEP_SECONDS` at most, and
     ends only when all its requests have. Upstream down ends it, and so does upstream's
-    rate limit, which holds every process's sweeps back for its ``Retry-After``."""
+    rate limit, which holds every process's status requests back for its
+    ``Retry-After`` (a stale ``sending`` create is still given up meanwhile)."""
     db = state.config.database
     if await run_in_threadpool(partial(holding_creates, db, what="sweeps")):
+        await run_in_threadpool(db.run, partial(_give_up_sending, now=time.time()))
         return 0
     started, ended = time.time(), [0]
     asking, stopped = asyncio.Semaphore(ASKS_AT_ONCE), asyncio.Event()
@@ -124,7 +143,7 @@ async def sweep_once(state: ServeState) -> int:
     async def passes() -> None:
         asked = 0
         while asked < MOST_PER_SWEEP and not stopped.is_set():
-            # stamped when claimed; one claimed earlier in this sweep is not due again
+            # one taken earlier in this sweep (stamped ahead, or when asked) is not due again
             rows = await run_in_threadpool(
                 partial(claim, db, state.config.sweep_every, not_since=started)
             )
@@ -158,6 +177,7 @@ async def _ask(
     async with asking:
         if stopped.is_set():
             return 0
+        await run_in_threadpool(_asked, db, task_id)
         try:
             answer = await state.config.upstream.send(
                 "GET", queue_url("", endpoint, upstream_id) + "/status"

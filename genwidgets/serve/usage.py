@@ -121,11 +121,13 @@ _STYLE = Html(
 )
 
 
-def usage_html(report: dict[str, Any], held_back: float = 0.0) -> str:
+def usage_html(
+    report: dict[str, Any], held_back: float = 0.0, sweeps_held_back: float = 0.0
+) -> str:
     """The admin page: per key, spent and reserved against each cap, and the task counts;
     per group, held against its caps (escaped text, no script); and, while upstream's
-    429 to a create holds the class's creates back, for how long still and how the
-    teacher clears it."""
+    429 to a create holds the class's creates back (or a 429 to a status its sweeps),
+    for how long still and how the teacher clears it."""
     keys = report["keys"]
     shown = [
         k
@@ -190,6 +192,21 @@ def usage_html(report: dict[str, Any], held_back: float = 0.0) -> str:
             if held_back > 0
             else []
         ),
+        *(
+            [
+                tag(
+                    "p",
+                    None,
+                    f"Upstream refused a status request with a rate limit: the class gateway "
+                    f"asks about no task for {sweeps_held_back:.0f} s more, so tasks nobody "
+                    "polls do not end here meanwhile (their places and reservations stay). "
+                    "If upstream answers again sooner, clear it: ",
+                    tag("code", None, "genwidgets serve --database ... hold --clear"),
+                )
+            ]
+            if sweeps_held_back > 0
+            else []
+        ),
         tag("h2", None, "Students"),
         _table(head, rows),
         tag("h2", None, "Groups"),
@@ -214,6 +231,9 @@ async def admin(request: Request, form: str = "html") -> Response:
         return gateway_error(401, "UNAUTHORIZED", "The admin page needs the class's admin key")
     report = await run_in_threadpool(usage, state.config.database)
     held_back = await run_in_threadpool(holding_creates, state.config.database)
+    sweeps_held_back = await run_in_threadpool(
+        partial(holding_creates, state.config.database, what="sweeps")
+    )
     if form == "json":
         return JSONResponse(report)
     if form == "csv":
@@ -223,7 +243,7 @@ async def admin(request: Request, form: str = "html") -> Response:
             headers={"Content-Disposition": "attachment; filename=usage.csv"},
         )
     page = HTMLResponse(
-        usage_html(report, held_back),
+        usage_html(report, held_back, sweeps_held_back),
         headers={
             "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
             "Cache-Control": "no-store",

@@ -6,8 +6,9 @@ value, each cell with its outputs, status, stars, note and request id, then the 
 margins. The sheet shows each cell's first output as :mod:`.lasting` keeps it (a
 sweep's combinations wrap like cards; docs/decisions.md#sheet-count); the page, a
 file that opens offline, embeds each cell's outputs up to the client's own cap, reads
-from the gateway only within one bounded budget (:class:`~.lasting.ReadBudget`) and carries the
-grid's description (docs/decisions.md#grid-export).
+from the gateway only within one bounded budget
+(:class:`~genwidgets.protocol.output.ReadBudget`) and carries the grid's description
+(docs/decisions.md#grid-export).
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from ..lab import export
 from ..lab.run import GridCell, GridRun, status_of
 from ..media.thumbnails import data_url, thumbnail
 from ..protocol.fetch import MAX_READ_BYTES
+from ..protocol.output import ReadBudget
 from ..protocol.records import Output
 from . import markup
 from .lasting import (
     MEDIA_KINDS,
-    ReadBudget,
     local_file,
     media_choice,
     output_html,
@@ -338,7 +339,7 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
     inline are named, never embedded. A cell's outputs past :data:`CELL_OUTPUTS` are
     counted, not embedded; those not downloaded are read from the gateway within one
-    :class:`~.lasting.ReadBudget` budget, the rest said not embedded."""
+    :class:`~genwidgets.protocol.output.ReadBudget` budget, the rest said not embedded."""
     if video not in VIDEO_EMBEDS:
         raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
     target = Path(path)

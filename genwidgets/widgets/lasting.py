@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +21,7 @@ from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.body import MAX_DEPTH
+from ..protocol.output import ReadBudget
 from ..protocol.records import Output, Result
 from . import markup
 from ._style import MUTED_STYLE, look_of
@@ -36,7 +36,6 @@ __all__ = [
     "POSTER_SIDE",
     "TEXT_BUDGET",
     "VIDEO_BUDGET",
-    "ReadBudget",
     "caption_text",
     "content_html",
     "error_banner",
@@ -85,37 +84,6 @@ MEDIA_KINDS = frozenset({"image", "video", "audio"})
 FACE_READS = 20
 FACE_READ_SECONDS = 30.0
 T = TypeVar("T")
-
-
-class ReadBudget:
-    """The reads one face or page makes from a gateway: at most ``reads``, each begun
-    before one deadline ``seconds`` from now (a read ends within its own download
-    deadline), none after one failed (an expired URL or a gateway away: the next would
-    fail too, each after its timeout)."""
-
-    def __init__(self, reads: int, seconds: float) -> None:
-        self.reads, self.seconds, self.left = reads, seconds, reads
-        self.deadline = time.monotonic() + seconds
-        self.failed = False
-
-    def refused(self) -> str | None:
-        """Why no more reads are made; None while one may be."""
-        if self.failed:
-            return "a read from the gateway failed before it: no more are made"
-        if self.left <= 0:
-            return f"at most {self.reads} outputs are read from the gateway"
-        if time.monotonic() >= self.deadline:
-            return f"outputs are read from the gateway for at most {self.seconds:g} s"
-        return None
-
-    def read(self, output: Output, max_bytes: int) -> bytes:
-        """The output's bytes, one read of the budget (ask :meth:`refused` first)."""
-        self.left -= 1
-        try:
-            return output.read(max_bytes)
-        except Exception:
-            self.failed = True
-            raise
 
 
 def media_choice(media: str | None = None) -> str:

@@ -21,11 +21,14 @@ import ipywidgets
 from .._config import shown_path
 from .._formats import human_bytes
 from .._html import SAFE_DATA_MIME, safe_mime, url_kind
+from ..errors import DownloadError
 from ..jobs.output_files import OutputFiles
 from ..media import inspect
 from ..protocol.fetch import MAX_READ_BYTES
+from ..protocol.output import ReadBudget
 from ..protocol.records import Output, Result
 from . import markup
+from ._style import HELP_STYLE
 from .faces import make_two_faced
 from .lasting import (
     EMBED_LIMIT,
@@ -34,6 +37,7 @@ from .lasting import (
     caption_text,
     content_html,
     error_banner,
+    face_reads,
     file_name,
     in_hand,
     local_size,
@@ -83,25 +87,34 @@ class Source:
         return self.url if self.how == "url" else safe_data_url(self.mime, self.data)
 
 
-def source_of(output: Output, *, embed: bool | None = None, fetch: bool = False) -> Source:
+def source_of(
+    output: Output, *, embed: bool | None = None, reads: ReadBudget | None = None
+) -> Source:
     """Apply the module's rule for a live view: by URL, by bytes, or not at all (with
     a reason); a media output with an http(s) URL goes by URL (rule 2).
 
-    ``fetch`` allows :meth:`Output.read` to download an http(s) URL for kinds
-    that need their content in the kernel (JSON, text).
+    ``reads`` (the view's budget of reads from a gateway) allows downloading an
+    http(s) URL for kinds that need their content in the kernel (JSON, text), and
+    bounds those ``embed`` asks for; one past it is linked, saying why it was not read.
     """
     mime = safe_mime(output.content_type)
     if mime is None:
         return Source("none", None, note="the content type is not a valid media type")
     url = output.url
     kind = url_kind(url) if url else None
+    remote = kind in {"http", "relative"} and ReadBudget.asks_gateway(output)
 
-    def read(note: str = "", cap: int = MAX_READ_BYTES) -> Source:
+    def read(cap: int = MAX_READ_BYTES) -> Source:
+        if remote and reads is not None and (why := reads.refused()) is not None:
+            return Source("url", mime, url=url, note=f"not read: {why}")
         try:
-            return Source("bytes", mime, data=output.read(cap))
+            data = reads.read(output, cap) if remote and reads is not None else output.read(cap)
+            return Source("bytes", mime, data=data)
         except Exception as exc:  # a dead URL, a broken local file, bad inline data, over cap
             if kind in {"http", "relative"}:
-                return Source("url", mime, url=url, note=note)
+                failed = exc.failures if isinstance(exc, DownloadError) else None
+                said = failed[0][1] if failed else type(exc).__name__  # "HTTP 404 Not Found"
+                return Source("url", mime, url=url, note=f"not read: {said}")
             return Source("none", mime, note=f"could not read it ({type(exc).__name__})")
 
     if embed:
@@ -129,12 +142,14 @@ def source_of(output: Output, *, embed: bool | None = None, fetch: bool = False)
             f"not sent through the kernel (pass embed=True to show it anyway){where}",
         )
     if kind in {"http", "relative"}:
-        if fetch and output.kind in {"json", "text"}:  # they need their content in the kernel
+        if reads is not None and output.kind in {
+            "json",
+            "text",
+        }:  # they need their content in the kernel
             declared = output.raw.get("file_size")
             if not isinstance(declared, int) or declared <= EMBED_LIMIT:
                 # what a record declares is no bound: read at most the limit, else link it
-                over = f"over the {human_bytes(EMBED_LIMIT)} embedding limit: linked"
-                return read(over, cap=EMBED_LIMIT)
+                return read(cap=EMBED_LIMIT)
         return Source("url", mime, url=url)
     if url:
         return Source("none", mime, note="its URL uses a scheme or characters that are not allowed")
@@ -163,7 +178,8 @@ def _live_html(output: Output, source: Source) -> Html:
         return content_html(output, source.data)
     if href is None:
         return unavailable_html(output, source.note or "no safe address")
-    return markup.download(href, file_name(output), rel="noopener noreferrer")
+    link = markup.download(href, file_name(output), rel="noopener noreferrer")
+    return markup.join([link, markup.div(source.note, HELP_STYLE)]) if source.note else link
 
 
 def local_output(path: Path, index: int = 0) -> Output:
@@ -282,8 +298,10 @@ def _media_widget(output: Output, source: Source) -> ipywidgets.Widget:
     return cls(value=source.data, format=source.mime.split("/", 1)[1], layout=layout, **options)
 
 
-def _render_one(output: Output, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
-    source = source_of(output, embed=embed, fetch=fetch)
+def _render_one(
+    output: Output, *, embed: bool | None, reads: ReadBudget | None
+) -> ipywidgets.Widget:
+    source = source_of(output, embed=embed, reads=reads)
     if source.how != "none" and output.kind in MEDIA_KINDS:
         return _media_widget(output, source)
     return _html_widget(_live_html(output, source))
@@ -294,26 +312,31 @@ def render(obj: Renderable, *, embed: bool | None = None, fetch: bool = True) ->
     them for a Result, a list of outputs or labelled outputs (``{"before": Path(...),
     "after": output}``, each under its label: a before/after comparison); a failed
     Result starts with its error in red. See the module docstring for the
-    by-URL/by-bytes rule.
+    by-URL/by-bytes rule. ``fetch`` reads JSON and text from a gateway's URL (and
+    ``embed`` whole files), at most :data:`~.lasting.FACE_READS` within one deadline,
+    none after a failure; the others are linked, saying why.
 
     Displayed as a cell's result (or with ``display()``), it is two outputs: the
     widget, and its lasting face (:func:`to_mimebundle`), which a notebook saved
     without widget state, nbconvert and GitHub show (:mod:`.faces`)."""
-    widget = _render_widget(obj, embed=embed, fetch=fetch)
+    # one budget for all the widget's reads from a gateway (its lasting face has its own)
+    widget = _render_widget(obj, embed=embed, reads=face_reads(fetch or bool(embed)))
     return make_two_faced(
         widget, lambda media: to_mimebundle(obj, embed=embed, fetch=fetch, media=media)
     )
 
 
-def _render_widget(obj: Renderable, *, embed: bool | None, fetch: bool) -> ipywidgets.Widget:
+def _render_widget(
+    obj: Renderable, *, embed: bool | None, reads: ReadBudget | None
+) -> ipywidgets.Widget:
     if isinstance(obj, Output):
-        return _render_one(obj, embed=embed, fetch=fetch)
+        return _render_one(obj, embed=embed, reads=reads)
     labels, outputs = _outputs_of(obj)
     children: list[ipywidgets.Widget] = []
     if isinstance(obj, Result) and not (obj.ok and outputs):  # its error, asset or "no outputs"
         children.append(_html_widget(error_banner(obj) if outputs else result_html(obj)))
     for i, output in enumerate(outputs):
-        widget = _render_one(output, embed=embed, fetch=fetch)
+        widget = _render_one(output, embed=embed, reads=reads)
         if labels is not None:
             widget = ipywidgets.VBox([_html_widget(markup.bold(labels[i])), widget])
         children.append(widget)

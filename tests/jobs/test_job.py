@@ -378,6 +378,44 @@ def test_a_jobs_last_poll_failure_is_kept_until_a_status_answers(fake: FakeGatew
         assert poll_failed_since(job, started) is None  # a status answered since
 
 
+def test_a_cancel_not_sent_for_want_of_contact_asks_a_status_ahead_of_the_queue(
+    fake: FakeGateway,
+) -> None:
+    """A cancel that fails for want of contact (a 503) has the job's status asked at once,
+    at the front of the client's status budget (``poll_failed_since`` answers within a
+    batch's grace): the job's own poll waited behind a queue of other jobs' polls, and a
+    row out of contact at its deadline was "left running" though no poll had failed."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+    patient = dataclasses.replace(FAST_POLICY, failure_limit=10_000)
+    with gw.Client(
+        BASE,
+        KEY,
+        transport=fake.transport(),
+        poll_policy=patient,
+        max_retries=0,
+        max_status_rate=2,
+    ) as client:
+        job = submit(client)
+        wait_for(lambda: job.last_status is not None, "a status")
+        budget = client._schedule.budget
+        assert budget is not None
+        engine = get_engine()  # 40 polls of other jobs at their ordinary priority: 20 s
+        others = [engine.submit(budget.acquire(30.0)) for _ in range(40)]
+        wait_for(lambda: budget.waiting >= 30, "a queue")
+        down = [error(503, {"detail": "down"})] * 10_000
+        for op in ("status", "response", "cancel"):
+            fake.faults[op].extend(down)
+        asked = time.time()
+        job.request_cancel()
+        try:
+            wait_for(lambda: poll_failed_since(job, asked) is not None, "a failed poll", 60)
+            assert isinstance(job.cancel_error, gw.ServerError)
+            assert sum(f.done() for f in others) < 20  # it went ahead of the queue
+        finally:
+            for future in others:
+                future.cancel()
+
+
 @pytest.mark.slow
 def test_occasional_poll_failures_are_absorbed(client: gw.Client, fake: FakeGateway) -> None:
     fake.next_statuses = [{"status": "IN_PROGRESS"}] * 4 + [{"status": "COMPLETED"}]

@@ -419,6 +419,50 @@ def test_a_batch_ending_after_the_process_that_held_its_rows_writes_them_as_stor
 
 
 @pytest.mark.slow
+def test_a_copy_of_a_batch_never_retries_rows_the_other_process_held_and_retried(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two copies of one batch: the first holds the rows and they fail; the second's
+    re-read showed them failed and took them as its own. Once the first retried them
+    (done), the second's ``retry_failed()`` wrote ``waiting`` over that ``done`` and paid
+    for every row again. A row another live process holds is never sent by this one."""
+    configure(sim, fail_rate=1.0)
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "copies"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        second.wait(timeout=120, progress="none")
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+        assert [r.status for r in first.rows] == ["failed"] * 3
+        second.wait(timeout=120, progress="none")  # its last write re-reads them: failed
+        assert [r.status for r in second.rows] == ["failed"] * 3
+        configure(sim, fail_rate=0.0)
+        assert second.retry_failed() == 0  # the first one's to retry
+        assert first.retry_failed() == 3
+        first.wait(timeout=120, progress="none")
+        assert second.retry_failed() == 0
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["done"] * 3  # re-read from the store
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done: none paid twice
+    store = BatchStore(Ledger(path))
+    try:
+        assert {r.state for r in store.rows("copies")} == {"done"}
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
 def test_a_row_past_its_deadline_is_cancelled_or_left(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:
@@ -912,6 +956,102 @@ def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_c
             assert row.job is not old
             assert row.status == "timed out", row.error
             assert DownThenBack.taken == 1  # the cancel asked of the task followed again
+    finally:
+        gateway.close()
+
+
+@pytest.mark.slow
+def test_a_row_followed_again_past_its_deadline_keeps_it_and_is_cancelled_at_once(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row past its deadline, out of contact, is followed again by ``submit()``: the
+    follow-up counted a whole new ``timeout`` from its new job before asking the cancel
+    (the task billed on for as long). The row keeps its deadline: the cancel is asked
+    of the new job as it is followed, and the row ends ``timed out``."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=3)
+    gateway = LoopbackServer(DownThenBack)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=3
+            ).wait(timeout=60, progress="none")
+            [row] = batch.rows
+            assert row.status == "unknown" and "past its timeout" in (row.error or "")
+            created_at = row.created_at
+            old = row.job
+            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+            DownThenBack.down = False  # the gateway is back
+            batch.submit()
+            assert row.job is not old and row.created_at == created_at  # its own deadline
+            assert row.timed_out and row.cancel_asked_at is not None  # asked at once
+            batch.wait(timeout=60, progress="none")
+            assert row.status == "timed out", row.error
+            assert DownThenBack.taken == 1
+    finally:
+        gateway.close()
+
+
+class CancelTakenThenDown(OneTaskGateway):
+    """A gateway whose task runs until its cancel is taken: it ends ``CANCELED`` (the
+    spelling ``says_cancelled`` reads too), and contact is lost right after the cancel
+    (every poll and cancel 503) until ``down`` is cleared."""
+
+    down = False
+    cancelled = False
+    creates = 0
+
+    def do_POST(self) -> None:
+        type(self).creates += 1
+        super().do_POST()
+
+    def do_GET(self) -> None:
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        elif self.cancelled:
+            self.send_json({"request_id": "r1", "status": "CANCELED", "error": "cancelled"})
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.down:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        type(self).cancelled = type(self).down = True
+        self.send_json({"request_id": "r1", "status": "CANCELED"})
+
+
+@pytest.mark.slow
+def test_a_row_cancelled_for_its_timeout_and_followed_again_ends_timed_out(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's deadline cancel was taken, then contact was lost before its end was seen
+    (``unknown``); followed again, its task's end (``CANCELED``) made the row ``failed``,
+    and ``retry_failed()`` paid for it again. It ends ``timed out``: nothing to retry."""
+    for name, value in (("down", False), ("cancelled", False), ("creates", 0)):
+        monkeypatch.setattr(CancelTakenThenDown, name, value)
+    patience = gw.PollPolicy(failure_limit=2)
+    gateway = LoopbackServer(CancelTakenThenDown)
+    try:
+        with gw.Client(
+            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
+            ).wait(timeout=60, progress="none")
+            [row] = batch.rows
+            assert row.status == "unknown", row.error
+            assert row.job is not None and wait_for(row.job.done, timeout=60)
+            CancelTakenThenDown.down = False  # the gateway is back
+            batch.submit().wait(timeout=60, progress="none")
+            assert row.status == "timed out", row.error
+            assert batch.retry_failed() == 0
+            assert CancelTakenThenDown.creates == 1
     finally:
         gateway.close()
 

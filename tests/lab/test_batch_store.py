@@ -14,6 +14,7 @@ from genwidgets.lab.batch_store import (
     _SCHEMA,
     CREATED,
     DONE,
+    FAILED,
     SENDING,
     WAITING,
     BatchStore,
@@ -173,3 +174,27 @@ def test_a_cap_of_zero_reserves_nothing_however_tiny_the_spend(tmp_path: Path) -
     found = store.reserve("b", [(0, {"money": 1e-12})], {"money": 0.0})
     assert found.taken == [] and found.capped and store.spent("b") == {}
     store.close()
+
+
+def test_a_row_another_live_process_holds_is_never_written_over_by_a_copy(
+    tmp_path: Path,
+) -> None:
+    """Two copies of one batch (two stores on one file, as two processes): a row the
+    holder reserved is its own, and a copy's change from its older view is not written
+    over it (its ``waiting`` over a ``done`` sent the row again, paid twice); the end of
+    the same task over a state not ended is (a grid follows another kernel's tasks)."""
+    path = tmp_path / "ledger.sqlite3"
+    holder, copy = BatchStore(path), BatchStore(path)
+    saved(holder, rows=2)
+    assert holder.reserve("b", [(0, {}), (1, {})], {}).taken == [(0, 1), (1, 1)]
+    holder.settle("b", [RowUpdate(0, DONE, "r0", files=["a.png"]), RowUpdate(1, CREATED, "r1")])
+    copy.settle("b", [RowUpdate(0, WAITING), RowUpdate(1, DONE, "r1", files=["b.png"])])
+    assert [(r.state, r.files) for r in copy.rows("b")] == [(DONE, ["a.png"]), (DONE, ["b.png"])]
+    holder.settle("b", [RowUpdate(0, FAILED, "r0")])
+    copy.settle("b", [RowUpdate(0, WAITING)])  # a retry of a failed row (reserve decides)
+    assert copy.rows("b")[0].state == WAITING
+    holder.settle("b", [RowUpdate(0, DONE, "r0")])
+    holder.close()  # its leases given back: its rows are anyone's
+    copy.settle("b", [RowUpdate(0, WAITING)])
+    assert copy.rows("b")[0].state == WAITING
+    copy.close()

@@ -90,6 +90,14 @@ class Counting:
         self.calls.append("query")
         return self.ledger.query(sql, params)
 
+    @property
+    def owner(self) -> str:
+        return self.ledger.owner
+
+    def alive_owners(self) -> set[str]:  # a write keeps to the rows of live owners
+        self.calls.append("query")
+        return self.ledger.alive_owners()
+
 
 def test_every_read_and_write_goes_through_the_ledger(ledger: Ledger) -> None:
     counted = Counting(ledger)

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback import FileHost, files_gateway
 from PIL import Image, ImageChops
 from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets.jobs.previews import PREVIEW_BUDGET
+from genwidgets.lab import export
 from genwidgets.lab.export import (
     FONT_SIZE,
     HEADER,
@@ -535,3 +537,53 @@ def test_a_page_saved_again_onto_a_full_disk_keeps_the_page_saved_before(
         ]  # no piece of the failed save left
     finally:
         subprocess.run(["umount", str(disk)], check=False, timeout=30)
+
+
+def test_a_sheet_reads_at_most_its_budget_of_pictures_from_the_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cells whose videos were not downloaded: the sheet reads at most SHEET_READS of
+    them from a loopback gateway for their tiles, within one deadline and none after one
+    failed; each other tile says why it has no picture. (It read every cell's, one
+    after another, each within its own timeout: a gateway away, minutes.)"""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    host = FileHost()
+    host.outputs, host.content_type = 1, "video/mp4"  # a live grid fetches no video's
+    server = files_gateway(host)
+    client = gw.Client(base_url=server.base, api_key=KEY, download=False)
+    tiles: list[str] = []
+
+    def drawn(draw: Any, xy: tuple[float, float], text: str, font: Any, fill: str) -> None:
+        tiles.append(text.replace("\n", " "))
+        draw_text(draw, xy, text, font, fill)
+
+    def sheet(name: str) -> list[str]:
+        tiles.clear()
+        grid = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", "1-5"), client=client
+        )
+        grid.wait(timeout=60).save_png(tmp_path / name)
+        grid.close()
+        return [text for text in tiles if text.startswith("video not read:")]
+
+    monkeypatch.setattr(export, "draw_text", drawn)
+    monkeypatch.setattr(export, "SHEET_READS", 3)
+    try:
+        said = sheet("counted.png")
+        assert host.asked == 3
+        assert said == ["video not read: at most 3 outputs are read from the gateway"] * 2
+
+        host.answer = 404  # expired: the first read fails, no other is tried
+        said = sheet("expired.png")
+        assert host.asked == 3 + 1
+        failed = "video not read: a read from the gateway failed before it: no more are made"
+        assert said == [failed] * 4
+
+        host.answer = 200
+        monkeypatch.setattr(export, "SHEET_READ_SECONDS", 0.0)  # its deadline already past
+        said = sheet("late.png")
+        assert host.asked == 3 + 1
+        assert said == ["video not read: outputs are read from the gateway for at most 0 s"] * 5
+    finally:
+        client.close()
+        server.close()

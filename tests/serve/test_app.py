@@ -1153,6 +1153,27 @@ def test_the_teacher_clears_upstreams_hold_on_creates_in_every_process(
     assert "hold --clear" not in page.text
 
 
+def test_the_teacher_sees_and_clears_the_hold_on_sweeps(
+    refusing: tuple[str, Database], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A status answered 429 (``Retry-After: 600``) held every process's sweeps back
+    for ten minutes, unseen: ``serve hold`` said creates were not held back, and
+    ``--clear`` left it, so tasks nobody polls kept their places and reservations. Both
+    show it, the admin page too, and ``--clear`` ends it."""
+    base, db = refusing
+    budgets.hold_creates(db, 600, what="sweeps")  # a sweep's status answered 429
+    admin = {"Authorization": f"Bearer {add_key(db, 'teacher', {}, admin=True)}"}
+    with httpx.Client(base_url=base, timeout=60) as api:
+        assert "asks about no task" in api.get("/admin", headers=admin).text
+        assert main(["serve", "--database", str(db.path), "hold", "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert shown["holds"]["sweeps"] > 500 and shown["held_seconds"] == 0.0
+        assert main(["serve", "--database", str(db.path), "hold", "--clear"]) == 0
+        assert "status requests go upstream again" in capsys.readouterr().out
+        assert "asks about no task" not in api.get("/admin", headers=admin).text
+    assert budgets.holding_creates(db, what="sweeps") == 0.0
+
+
 @gone_in_other_words
 def test_a_stretch_of_404s_to_a_students_polls_is_bounded_without_a_sweep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gone: tuple[int, str, bytes]
@@ -1344,20 +1365,71 @@ def test_a_sweep_ends_by_its_deadline_even_when_upstream_hangs(
     assert {t["id"]: t["state"] for t in tasks_of(db)} == dict.fromkeys(ids, "open")
 
 
-def test_a_sweeps_later_pass_stamps_its_own_claim_time(
+def test_a_sweep_stamps_each_task_when_it_asks_about_it(
     counting: tuple[ServeState, Database],
 ) -> None:
     """Every pass of a sweep stamped its tasks with the sweep's start, so another
     process's sweep took a task claimed late in a long sweep as long unchecked and asked
-    about it again meanwhile. Each pass stamps the time it claimed."""
+    about it again meanwhile. Each task is stamped when its ask is sent: none is left
+    stamped ahead (taken) once the sweep is over, and each was asked once."""
     from genwidgets.serve.sweep import BATCH
 
     state, db = counting
     open_tasks(db, 2 * BATCH + 1)
     asyncio.run(sweep_once(state))
-    stamps = {row[0] for row in db.run(lambda tx: tx.rows("SELECT checked_at FROM tasks"))}
+    over = time.time()
+    stamps = [row[0] for row in db.run(lambda tx: tx.rows("SELECT checked_at FROM tasks"))]
     assert CountingUpstream.asked == 2 * BATCH + 1  # each asked once
-    assert len(stamps) == 3  # three passes, three claim times
+    assert all(stamp <= over for stamp in stamps)
+
+
+def test_another_process_does_not_ask_what_a_slow_sweep_has_queued(
+    counting: tuple[ServeState, Database],
+) -> None:
+    """A pass asks :data:`ASKS_AT_ONCE` at a time, and its tasks were stamped when
+    claimed: with upstream slow (a pass longer than ``sweep_every``), another process's
+    sweep found those still queued due and asked about them too, seconds apart. What a
+    sweep has taken and not yet asked about is no other sweep's until it ends."""
+    from genwidgets.serve.sweep import ASKS_AT_ONCE, BATCH, claim
+
+    state, db = counting
+    open_tasks(db, BATCH)
+    CountingUpstream.release.clear()  # upstream answers no status until told
+
+    async def meanwhile() -> list[tuple[Any, ...]]:
+        first = asyncio.ensure_future(sweep_once(state))
+        for _ in range(3000):  # until its first asks are out (bounded)
+            if CountingUpstream.asked >= ASKS_AT_ONCE:
+                break
+            await asyncio.sleep(0.01)
+        later = time.time() + state.config.sweep_every + 1  # another process's sweep
+        taken = await asyncio.to_thread(claim, db, state.config.sweep_every, later)
+        CountingUpstream.release.set()
+        await first
+        return taken
+
+    taken = asyncio.run(meanwhile())
+    assert CountingUpstream.asked == BATCH
+    assert len(taken) == ASKS_AT_ONCE  # only those asked, sweep_every ago
+
+
+def test_a_stale_create_is_given_up_while_the_sweeps_are_held(
+    counting: tuple[ServeState, Database],
+) -> None:
+    """While upstream's 429 to a status held the sweeps back (up to 10 minutes), a
+    create its process left ``sending`` stayed so, and kept its student's only running
+    place. Giving it up needs no upstream: the sweep still does it, and asks nothing."""
+    from genwidgets.serve.sweep import STALE_SENDING
+
+    state, db = counting
+    add_key(db, "alice", {}, max_running=1)
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    budgets.reserve(db, "alice", IMAGE, amounts, now=time.time() - STALE_SENDING - 60)
+    budgets.hold_creates(db, 600, what="sweeps")
+    asyncio.run(sweep_once(state))
+    assert [t["state"] for t in tasks_of(db)] == ["unknown"]
+    budgets.reserve(db, "alice", IMAGE, amounts, max_running=1)  # her place is free
+    assert CountingUpstream.asked == 0
 
 
 def test_one_failing_task_neither_ends_the_sweep_early_nor_stops_the_sweeping(

@@ -344,6 +344,8 @@ def test_the_sweep_reaches_a_task_it_looked_at_while_new_ones_keep_coming(db: Da
 
     looked_at = opened(start)
     assert [row[0] for row in claim(db, every, start)] == [looked_at]
+    stamp = "UPDATE tasks SET checked_at = ? WHERE id = ?"  # its ask went at once
+    db.run(lambda tx: tx.run(stamp, (start, looked_at)))
     claimed: list[str] = []
     for sweep in range(1, 4):
         now = start + sweep * every
@@ -421,12 +423,13 @@ def test_clearing_the_hold_never_deletes_a_newer_one(
     assert holding_creates(db, now=now) == pytest.approx(600.0)
 
 
-def test_a_sweep_claims_a_task_once_and_stamps_when_it_claimed_it(db: Database) -> None:
-    """Every pass of a sweep stamped its tasks with the sweep's start: a task claimed in
-    a late pass looked long unchecked to another process's sweep, which asked about it
-    again meanwhile. A claim is stamped with its own time, and a sweep's later passes
-    skip what it claimed since it started (``not_since``)."""
-    from genwidgets.serve.sweep import claim
+def test_a_sweep_claims_a_task_once_and_takes_it_for_the_sweeps_length(db: Database) -> None:
+    """Every pass of a sweep stamped its tasks with the sweep's start, then with its
+    claim time: a task still queued behind the sweep's few asks at once looked due to
+    another process's sweep, which asked about it again meanwhile. A claim takes a task
+    until the sweep's deadline (stamped ``SWEEP_SECONDS`` ahead; its ask stamps it again
+    when sent), and a sweep's later passes skip what it took (``not_since``)."""
+    from genwidgets.serve.sweep import SWEEP_SECONDS, claim
 
     add_key(db, "alice", {})
     amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
@@ -434,7 +437,7 @@ def test_a_sweep_claims_a_task_once_and_stamps_when_it_claimed_it(db: Database) 
     move(db, task_id, "open", upstream_id="up-1")
     started = time.time()
     assert [row[0] for row in claim(db, 5.0, started + 20)] == [task_id]
-    stamped = db.run(lambda tx: tx.one("SELECT checked_at FROM tasks"))
-    assert stamped == (pytest.approx(started + 20),)
     assert claim(db, 5.0, started + 40, not_since=started) == []  # the same sweep
-    assert [row[0] for row in claim(db, 5.0, started + 40)] == [task_id]  # the next one
+    assert claim(db, 5.0, started + 26) == []  # another process's, its ask still queued
+    after = started + 20 + SWEEP_SECONDS + 5.1  # that sweep has ended, its asks too
+    assert [row[0] for row in claim(db, 5.0, after)] == [task_id]  # the next one

@@ -10,14 +10,17 @@ from typing import Any
 
 import ipywidgets
 import pytest
+from loopback import FileHost, files_gateway
 from widgets.taskfakes import wait_for
 
+import genwidgets as gw
 from genwidgets._html import url_kind
 from genwidgets.jobs.downloads import download_outputs
 from genwidgets.jobs.output_files import OutputFiles
 from genwidgets.protocol.records import Output, Result
+from genwidgets.widgets import lasting
 from genwidgets.widgets import render as render_module
-from genwidgets.widgets.lasting import output_html
+from genwidgets.widgets.lasting import FACE_READS, output_html
 from genwidgets.widgets.render import (
     EMBED_LIMIT,
     live_entry,
@@ -247,6 +250,47 @@ def test_json_by_url_is_read_by_render_but_not_by_its_lasting_face() -> None:
     assert "<a " in output_html(output) and fetched == []  # the engine thread never downloads
     assert ">element_id</th>" in render(output).value
     assert fetched == ["https://cdn.example/r.json"]
+
+
+@pytest.mark.timeout(60)
+def test_render_reads_at_most_its_budget_of_outputs_from_a_gateway_and_links_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result listing many text outputs on a loopback gateway, none downloaded: the
+    live widget reads FACE_READS of them and links the others, each saying why it was
+    not read; once a read fails (a URL expired, a gateway away) it reads no other, and
+    past its deadline none. (It read every one, in series, each within its own timeout.)"""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    host = FileHost()
+    host.outputs, host.content_type = FACE_READS + 30, "text/plain"
+    server = files_gateway(host)
+    client = gw.Client(server.base, "k-demo", download=False)
+
+    def finished() -> Result:
+        return client.submit("ep", {"prompt": "x"}, validate=False).result(timeout=30)
+
+    try:
+        shown = [child.value for child in render(finished()).children]
+        assert host.asked == FACE_READS
+        assert sum("bytes of /files/r1/" in value for value in shown) == FACE_READS
+        said = f"not read: at most {FACE_READS} outputs are read from the gateway"
+        linked = [value for value in shown if said in value]
+        assert len(linked) == 30 and all('class="gw-download"' in v for v in linked)
+
+        host.answer = 404  # expired: the first read fails and says how, no other is tried
+        shown = [child.value for child in render(finished()).children]
+        assert host.asked == FACE_READS + 1
+        assert "not read: HTTP 404 Not Found" in shown[0]
+        assert all("a read from the gateway failed before it" in v for v in shown[1:])
+
+        host.answer = 200
+        monkeypatch.setattr(lasting, "FACE_READ_SECONDS", 0.0)  # its deadline already past
+        shown = [child.value for child in render(finished()).children]
+        assert host.asked == FACE_READS + 1
+        assert all("read from the gateway for at most 0 s" in v for v in shown)
+    finally:
+        client.close()
+        server.close()
 
 
 @pytest.mark.parametrize("kind", ["text/plain", "application/json"])

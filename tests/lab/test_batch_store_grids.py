@@ -492,13 +492,16 @@ def test_a_change_queued_at_a_locked_reopen_never_undoes_another_kernels_retry(
         view.close()
 
 
+@pytest.mark.parametrize("taker_dies", [False, True])
 def test_a_dead_kernels_cell_another_kernel_reserved_meanwhile_is_not_sent_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer, taker_dies: bool
 ) -> None:
     """A cell a dead kernel left 'sending', read here and settled from the ledger while
     another kernel took it up (settled it and reserved it, attempt 2): this kernel wrote
     'waiting' for attempt 1 over that reservation and created the cell too. Its change
-    is refused (learnt of attempt 1); the cell is the other kernel's, sent once."""
+    is refused (learnt of attempt 1); the cell is the other kernel's, sent once. That
+    kernel gone too, its own create's intent kept: its attempt is settled by its tag
+    (outcome unknown), never sent again."""
     from genwidgets.lab.run import status_of
 
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
@@ -526,17 +529,32 @@ def test_a_dead_kernels_cell_another_kernel_reserved_meanwhile_is_not_sent_here(
             if not taking.rows(grid.id)[0].attempt > 1:
                 taking.settle(grid.id, [RowUpdate(0, WAITING, release=1)])
                 assert taking.reserve(grid.id, [(0, {})], {}).taken == [(0, 2)]
+                if taker_dies:  # its create may have left: its intent is kept, then it goes
+                    other.writes.record_intent(
+                        gateway=client.gateway_name,
+                        endpoint="genW2.5-t2i-preview",
+                        payload=grid.cells[0].payload,
+                        tag=f"grid {grid.id} cell 0 attempt 2",
+                    )
+                    other.close()
             return read_tags(tags)
 
         monkeypatch.setattr(ledger, "tagged", tagged)
         creates = client.request_counts.get("create", 0)
         again.submit(wait=True)
         again.run.flush()
+        if taker_dies:
+            again.wait(timeout=60)
+            assert status_of(again.cells[0]) == "outcome unknown"
+            with Ledger(path) as later:
+                (row,) = GridStore(later).rows(grid.id)
+            assert (row.state, row.attempt) == ("unknown", 2)
+        else:
+            (row,) = taking.rows(grid.id)
+            assert (row.state, row.attempt, row.owner) == ("sending", 2, other.owner)
+            assert status_of(again.cells[0]) == "being sent in another kernel"
+            other.close()
         assert client.request_counts.get("create", 0) == creates  # never created here
-        (row,) = taking.rows(grid.id)
-        assert (row.state, row.attempt, row.owner) == ("sending", 2, other.owner)
-        assert status_of(again.cells[0]) == "being sent in another kernel"
-        other.close()
 
 
 #: a kernel of its own (one process keeps one store per ledger file, open for writing)

@@ -26,10 +26,12 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
+
+import httpx
 
 from . import __version__
 from ._client import Client, lost_contact
@@ -37,6 +39,7 @@ from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import (
     GenwidgetsError,
+    GenwidgetsWarning,
     LedgerError,
     NoAnswer,
     RateLimited,
@@ -82,8 +85,12 @@ Then, in Python: export {ENV_BASE_URL}=http://127.0.0.1:8765 and
 every command uses the embedded simulator."""
 #: a task command's exit status when the task is not (yet) done well
 EXIT_NOT_DONE = 1
-#: ``resume``'s wait with no ``--wait`` (seconds): it fetches what has finished and lists
-#: what still runs; a task its gateway keeps running held it for ever (a cron job piled up)
+#: ``resume``'s exit status when nothing failed but a task still runs or a copy is still
+#: pending: run it again (sysexits' EX_TEMPFAIL), told apart from 1, a failure, by cron
+EXIT_NOT_YET = 75
+#: ``resume``'s wait with no ``--wait`` (seconds) for tasks to finish: it fetches what has
+#: finished and lists what still runs; a task its gateway keeps running held it for ever
+#: (a cron job piled up). A copy in progress is not cut by it: docs/decisions.md#batch-cli
 RESUME_WAIT = 60.0
 #: seconds between two lines of a command still waiting, on stderr (docs/decisions.md#batch-cli)
 STILL_WAITING_EVERY = 30.0
@@ -154,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait",
         type=float,
         default=None,
-        help=f"seconds to wait at most (default {RESUME_WAIT:g}: the tasks still running "
-        "then are listed, and the next resume waits again)",
+        help=f"seconds to wait at most (default {RESUME_WAIT:g} for tasks to finish, and a "
+        "copy of outputs begun runs to its end: the tasks still running then are listed, "
+        f"exit {EXIT_NOT_YET}, and the next resume waits again)",
     )
     resume.add_argument("--force", action="store_true", help="take tasks another kernel polls")
     resume.add_argument(
@@ -356,10 +364,10 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
     rid = job.request_id
     try:
         now = job.status(retries=0)
-        if now.done:
+        if _says_it_ended(now):
             return _ended(args, endpoint, now.status)
-    except (NoAnswer, ServerError, RateLimited):
-        pass  # how the task stands is not known: a cancel is idempotent, send it
+    except GenwidgetsError:  # a 404, a 403, an error shape: the task's state not known
+        pass  # a cancel is idempotent, and one the gateway refuses costs nothing: send it
     try:
         job.cancel()
     except CANCEL_KEPT:
@@ -368,6 +376,18 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         again = f"the task may still run: genwidgets cancel {rid} sends it again"
         return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
+
+
+def _says_it_ended(now: Status) -> bool:
+    """Whether a status answer is a task's own saying it ended: a terminal word in a body
+    with no error shape. The spec's ``{"error": {...}}`` or JSend's ``{"status": "error",
+    "message": ...}`` under a 200 is the status address failing, not a task's state: its
+    "error" read as the terminal word ERROR held a cancel back while the task billed on."""
+    body = now.raw
+    if isinstance(body.get("error"), Mapping):
+        return False
+    jsend = body.get("status") in ("error", "fail") and ("message" in body or "data" in body)
+    return now.done and not jsend
 
 
 def _not_known_yet(
@@ -393,9 +413,14 @@ def _not_known_yet(
 
 def _what_it_answered(exc: Exception) -> str:
     """What the gateway did instead of saying a task's status: no answer in time is one
-    case only; a 500, a 429 or an unreadable answer came at once and is said as such."""
+    case only (a timeout, as the transport raised it); an answer that broke off is none
+    either; a 500, a 429 or an unreadable answer came at once and is said as such."""
     if isinstance(exc, Unreachable):
         return f"the gateway could not be reached ({exc})"
+    if isinstance(exc.__cause__, httpx.TimeoutException):
+        return f"the gateway did not answer in time ({exc})"
+    if isinstance(exc.__cause__, httpx.TransportError):
+        return f"the gateway's answer broke off ({exc})"
     if isinstance(exc, RateLimited):
         return f"the gateway's rate limit refused the ask ({exc})"
     if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read
@@ -467,11 +492,15 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         job = jobs[len(records)]
         left = max(0.0, deadline - time.monotonic())
         where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
+        ended = job.done() or (job.last_status is not None and job.last_status.done)
+        if not left and ended:  # the default wait: a copy begun runs to its end
+            where = f"task {len(records) + 1} of {len(jobs)}, copying its outputs"
         return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
 
     with _still_waiting("resume", waited_on):
         for job in jobs:
-            record = _resumed(client, job, max(0.0, deadline - time.monotonic()), silence)
+            wait = max(0.0, deadline - time.monotonic())
+            record = _resumed(client, job, wait, silence, copies_to_end=args.wait is None)
             records.append(record)
             if not args.json:
                 if record["copies_pending"]:
@@ -494,23 +523,38 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
             if left
             else "nothing to resume: no unfinished task in the ledger"
         )
-    return 0 if all(r["ok"] for r in records) else EXIT_NOT_DONE
+    return _resume_exit(records)
+
+
+def _resume_exit(records: list[dict[str, Any]]) -> int:
+    """0 all done and copied; 1 a task failed or cannot be followed; ``EXIT_NOT_YET`` only
+    tasks still running or copies still pending, which the next ``resume`` takes on."""
+    if any(not r["ok"] and not r.get("waits_again") for r in records):
+        return EXIT_NOT_DONE
+    return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
 
 
 def _resumed(
-    client: Client, job: Job, left: float, silence: list[Exception | None]
+    client: Client,
+    job: Job,
+    left: float,
+    silence: list[Exception | None],
+    *,
+    copies_to_end: bool = False,
 ) -> dict[str, Any]:
     """One task of ``resume``, waited for at most ``left`` seconds, as its JSON record.
+    ``copies_to_end``: a copy of its outputs begun is waited for to its own download
+    deadline (cut, the next run began it from byte 0 and never had the file).
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
     once), contact lost (polling gave up, or no word within the wait and the gateway
     silent to the command's one ask, ``silence``: one request timeout, not one a task),
-    or not finished yet."""
+    or not finished yet (``waits_again``)."""
     record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
     if client.embedded and not job.done():  # this command's simulator is a new one
         error = _other_simulator(client, job)
     else:
         try:
-            result = job.result(timeout=left)
+            result = _waited(job, left, silence, copies_to_end=copies_to_end)
             files = [str(o.path) for o in result.outputs if o.path]
             # copies_pending: outputs not copied within --wait
             return (
@@ -522,20 +566,41 @@ def _resumed(
             error = (
                 f"not finished within {round(exc.timeout, 1):g} s; genwidgets resume waits again"
             )
-            if job.last_status is None and not silence:  # no word from the gateway
-                try:
-                    job.status(retries=0)
-                    silence.append(None)
-                except (NoAnswer, ServerError, RateLimited) as silent:
-                    silence.append(silent)
+            record["waits_again"] = True
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
+                del record["waits_again"]
         except GenwidgetsError as exc:
             error = str(exc)
             if lost_contact(job):
                 error, record["known"] = _lost_contact_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
+
+
+def _waited(
+    job: Job, left: float, silence: list[Exception | None], *, copies_to_end: bool
+) -> Result:
+    """``job``'s result within ``left`` seconds, else :class:`TaskTimeout`, after the
+    command's one ask if no poll had word (``silence``). ``copies_to_end``: a task that
+    has ended (its result being fetched, its outputs copied) or whose copy has begun is
+    waited for to the end, each download by its own deadline: cut, the next run began
+    the copy from byte 0 and no run ever had the file."""
+    try:
+        result = job.result(timeout=left)
+    except TaskTimeout:
+        if job.last_status is None and not silence:  # no word from the gateway
+            try:
+                job.status(retries=0)
+                silence.append(None)
+            except (NoAnswer, ServerError, RateLimited) as silent:
+                silence.append(silent)
+        if not (copies_to_end and job.last_status is not None and job.last_status.done):
+            raise
+        return job.result()
+    if copies_to_end and job.copying is not None and not job.copying.done():
+        result = job.result()
+    return result
 
 
 def _other_simulator(client: Client, job: Job) -> str:
@@ -754,11 +819,21 @@ def _say_warning(command: str, message: Warning | str, *_: object, **__: object)
 
 
 def _say_warnings_at_exit(command: str) -> None:
-    """At the interpreter's exit, warnings stay the command's one line: the ledger's exit
-    flush (``jobs.ledger.writer``, registered at import, so run after this) warns of the
-    writes a full or read-only home kept, once the command's ``catch_warnings`` has put
-    Python's format back (a source path, a line number, a bare source line)."""
-    warnings.showwarning = functools.partial(_say_warning, command)
+    """At the interpreter's exit, genwidgets' warnings stay the command's one line: the
+    ledger's exit flush (``jobs.ledger.writer``, registered at import, so run after this)
+    warns of the writes a full or read-only home kept, once the command's
+    ``catch_warnings`` has put Python's format back (a source path, a line number, a bare
+    source line). Another library's warning keeps its own format: ``main()`` called in a
+    process that goes on (a test, a notebook) must not credit it to a command long over."""
+    before = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *where: Any, **how: Any) -> None:
+        if issubclass(category, GenwidgetsWarning):
+            _say_warning(command, message)
+        else:
+            before(message, category, *where, **how)
+
+    warnings.showwarning = show
 
 
 #: commands that serve until stopped: their server (uvicorn) handles SIGTERM itself

@@ -155,9 +155,11 @@ class HeldCreates:
                     gate.held += hold
                 deadline = time.monotonic() + 300
                 while hold and gate.holding.is_set() and time.monotonic() < deadline:
-                    if gate.dropping.wait(0.02):  # cut: its answer never comes
-                        self.close_connection = True
-                        return
+                    if gate.dropping.wait(0.02):
+                        break
+                if hold and gate.dropping.is_set():  # cut: its answer never comes (read
+                    self.close_connection = True  # after the loop: a drop just before
+                    return  # holding is cleared must not forward it)
                 self.forward()
 
             def forward(self) -> None:

@@ -95,6 +95,7 @@ class FileHost:
         self.html_errors = False
         self.content = "bytes of"  # a file's bytes: this, then its path (changed: other bytes)
         self.files_open, self.results_open = threading.Event(), threading.Event()
+        self.file_asked = threading.Event()  # set by a file request as it arrives
         self.files_open.set()
         self.results_open.set()
         self.creates = 0
@@ -134,6 +135,7 @@ def files_gateway(host: FileHost) -> LoopbackServer:
                 self.send_json({"status": "COMPLETED", "error": None, "outputs": outputs})
 
         def send_file(self) -> None:
+            host.file_asked.set()
             host.files_open.wait(30)
             with host.lock:
                 host.asked += 1

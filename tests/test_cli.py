@@ -607,9 +607,55 @@ def test_result_and_resume_end_within_their_wait_while_a_copy_runs(
     assert main(["result", rid, "--wait", "0.2", "--json"]) == 0
     found = json_out(capsys)
     assert (found["status"], found["ok"], found["copies_pending"]) == ("COMPLETED", True, 2)
-    assert main(["resume", "--wait", "0.2", "--json"]) == 0
+    assert main(["resume", "--wait", "0.2", "--json"]) == cli.EXIT_NOT_YET  # not copied yet
     [record] = json_out(capsys)
     assert (record["status"], record["ok"], record["copies_pending"]) == ("COMPLETED", True, 2)
+
+
+def test_resume_with_no_wait_lets_a_copy_in_progress_end(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, fault 1: ``resume``'s default wait cut a slow copy in progress; the next
+    run began it from byte 0, was cut again and exited 0 with no file. The default wait is
+    for tasks to finish: a copy begun runs to its own download deadline (here the file
+    host answers only once the command's wait, 0 s, is over)."""
+    rid = completed_not_copied(file_host)
+    file_host.files_open.clear()
+    file_host.file_asked.clear()
+    monkeypatch.setattr(cli, "RESUME_WAIT", 0.0)
+    threading.Thread(
+        target=lambda: file_host.file_asked.wait(30) and file_host.files_open.set(), daemon=True
+    ).start()
+    assert main(["resume", "--json"]) == 0
+    [record] = json_out(capsys)
+    assert (record["request_id"], record["copies_pending"]) == (rid, 0)
+    assert len(record["files"]) == 2 and all(Path(f).exists() for f in record["files"])
+
+
+def test_resume_with_no_wait_fetches_and_copies_a_task_that_ended_past_the_wait(
+    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, fault 1 (a task the ledger has unfinished): the gateway says COMPLETED,
+    and the copy of its outputs runs past the default wait (0 s here): it runs to its end,
+    not cut and begun again from byte 0 by the next run."""
+    file_host.results_open.clear()  # the client that made it closes before its result
+    with genwidgets.Client() as made:
+        rid = made.submit("ep", {"prompt": "x"}, validate=False).request_id
+    file_host.results_open.set()
+    file_host.files_open.clear()
+    file_host.file_asked.clear()
+    monkeypatch.setattr(cli, "RESUME_WAIT", 0.0)
+    threading.Thread(
+        target=lambda: file_host.file_asked.wait(30) and file_host.files_open.set(), daemon=True
+    ).start()
+    assert main(["resume", "--json"]) == 0
+    [record] = json_out(capsys)
+    assert (record["request_id"], record["status"], record["copies_pending"]) == (
+        rid,
+        "COMPLETED",
+        0,
+    )
+    assert len(record["files"]) == 2 and all(Path(f).exists() for f in record["files"])
 
 
 def test_result_with_no_wait_waits_for_a_copy_one_client_timeout_in_all(
@@ -688,6 +734,32 @@ def test_status_asks_once_when_the_status_address_hangs(
     said = json_out(capsys)
     assert (said["request_id"], said["known"], said["done"]) == ("r1", False, False)
     assert "ReadTimeout" in said["error"]
+
+
+def test_status_says_a_timeout_is_no_answer_in_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 11, fault 5: a status address that never answered was said as "the gateway
+    answered with a failure" (the transport's timeout became a ``ServerError``)."""
+    released = threading.Event()
+
+    class Hanging(JsonHandler):
+        def do_GET(self) -> None:
+            released.wait(30)  # accepted, never answered (until the test ends)
+
+    gateway = LoopbackServer(Hanging)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-hang")
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 1
+    finally:
+        released.set()
+        gateway.close()
+    said = capsys.readouterr().out
+    assert said.startswith("r1: outcome not known yet: the gateway did not answer in time ("), said
+    assert "answered with a failure" not in said
 
 
 class QueuedTask(OneTaskGateway):
@@ -890,6 +962,79 @@ def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said
         assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
 
 
+class StatusSaysNoState(StatusDown):
+    """Task ``r1``'s status address answers ``status_answer`` (code, body): no task's
+    state, whatever its HTTP status."""
+
+    status_answer: tuple[int, dict[str, Any]] = (404, {"detail": "Not Found"})
+
+    def do_GET(self) -> None:
+        self.send_json(self.status_answer[1], self.status_answer[0])
+
+
+@pytest.mark.parametrize(
+    "status_answer",
+    [
+        (404, {"detail": "Not Found"}),  # a framework's route 404
+        (200, {"error": {"code": "INTERNAL", "message": "status backend down"}}),
+        (403, {"detail": "forbidden"}),  # a proxy refusing GET only
+        (200, {"status": "error", "message": "status store timed out"}),  # JSend
+    ],
+)
+def test_cancel_is_sent_unless_a_tasks_own_status_says_it_ended(
+    status_answer: tuple[int, dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 11, fault 2: a status answer that is no task's state (a JSON 404, a 403,
+    an error shape under a 200, JSend's "error" read as the terminal word ERROR) held
+    the cancel back, exit 1, while the task billed on. A cancel the gateway refuses
+    costs nothing: it is sent."""
+    handler = type("Gateway", (StatusSaysNoState,), {"cancels": 0, "status_answer": status_answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == 0
+    finally:
+        gateway.close()
+    assert json_out(capsys) == {"request_id": "r1", "cancel": "asked"}
+    assert handler.cancels == 1
+
+
+#: a gateway's refusal that reads like the library's Python advice
+GATEWAY_TEXT = "out= is not a parameter here, give id='abc' and see client.history() in our docs"
+
+
+class RefusesInPythonWords(JsonHandler):
+    def do_GET(self) -> None:
+        self.send_json({"detail": GATEWAY_TEXT}, 400)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_gateways_text_is_said_as_it_came(
+    as_json: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 11, fault 3: the command's flag words (``--out``, ``genwidgets history``)
+    were put into the gateway's own error text."""
+    gateway = LoopbackServer(RefusesInPythonWords)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-words")
+    try:
+        main(["status", "r1", "--endpoint", "ep", *(["--json"] if as_json else [])])
+    finally:
+        gateway.close()
+    said = capsys.readouterr()
+    shown = json.loads(said.out)["error"] if as_json else said.err
+    assert GATEWAY_TEXT in shown, shown
+
+
 class AnswersAtOnce(JsonHandler):
     """Every status ask answered at once, as ``how`` says: a 500, a 429 asking to wait
     1e308 s, or a body past the client's cap (its length said first, so it is refused
@@ -945,7 +1090,7 @@ def test_status_says_what_the_gateway_answered_not_that_it_did_not_answer(
     assert "did not answer" not in said
     assert not re.search(r"\d{30}", said), said  # no wait said in hundreds of digits
     if how == "429":
-        assert "(retry after 600.0 s)" in said  # what the client waits at most
+        assert "(retry after more than a day)" in said  # what the gateway asked, in words
 
 
 #: a child process: a warning at the interpreter's exit, from a hook registered before
@@ -978,6 +1123,33 @@ def test_a_warning_at_the_interpreters_exit_is_the_commands_one_line_too(tmp_pat
     ]
 
 
+#: a child process: another library's warning at exit, after ``main()`` ran in-process
+OTHERS_WARN_AT_EXIT = """
+import atexit, warnings
+class CacheWarning(UserWarning): pass
+atexit.register(lambda: warnings.warn("mylib: 3 cache entries not flushed", CacheWarning))
+from genwidgets.cli import main
+main(["history"])
+"""
+
+
+def test_another_librarys_warning_at_exit_keeps_its_own_format(tmp_path: Path) -> None:
+    """Review 11, fault 8: ``cli.main()`` called in a process that goes on left its exit
+    hook reformatting every warning: another library's was printed as ``genwidgets
+    history: warning: mylib: ...``, its category gone."""
+    done = subprocess.run(
+        [sys.executable, "-c", OTHERS_WARN_AT_EXIT],
+        env=_embedded_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "CacheWarning: mylib: 3 cache entries not flushed" in done.stderr
+    assert "genwidgets history: warning" not in done.stderr
+
+
 def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_for(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1000,7 +1172,8 @@ def test_resume_with_no_wait_ends_at_its_default_deadline_saying_what_it_waits_f
         command.join(30)
     finally:
         gateway.close()
-    assert outcome == [1], "resume did not end at its default deadline"
+    # review 11, fault 4: a task still running is not a failure (exit 1 alerted cron)
+    assert outcome == [cli.EXIT_NOT_YET], "resume did not end at its default deadline"
     said = capsys.readouterr()
     assert "r1  ep                       IN_QUEUE (not finished within 1 s; " in said.out
     assert re.search(

@@ -21,7 +21,13 @@ from typing import Any, TextIO
 from .._client import Client
 from .._config import ENV_API_KEY, ENV_BASE_URL, shown_path
 from .._formats import terminal_text
-from ..errors import BudgetExceeded, EndpointNotFound, GenwidgetsError, PayloadError
+from ..errors import (
+    BudgetExceeded,
+    EndpointNotFound,
+    GatewayError,
+    GenwidgetsError,
+    PayloadError,
+)
 from .batch import Batch
 from .batch_open import ON_TIMEOUT, open_batch
 from .budget import MONEY
@@ -152,30 +158,36 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: a value the library's advice quotes (``repr`` of a path or an id: either quote)
+_QUOTED = r"""('[^']*'|"[^"]*")"""
 #: the library's advice in Python (``out=``, ``client.history()``) and the command's
-#: flags and words; a grown rows file into the same folder was told ``id='X'`` to resume
-#: batch X, which its rows no longer are (refused again): docs/decisions.md#batch-cli
+#: flags and words, each a whole phrase as the library writes it, so a gateway's text or a
+#: user's file name (a rows file named ``id=``) is never rewritten; a grown rows file into
+#: the same folder was told ``id='X'`` to resume batch X, which its rows no longer are
+#: (refused again): docs/decisions.md#batch-cli
 FLAG_WORDS = (
     (
-        r"give out= another folder, or id=('[^']*') to resume that batch",
+        rf"give out= another folder, or id={_QUOTED} to resume that batch",
         r"give --out another folder for these rows (batch \1 resumes in this one only from "
         r"the rows and --set it was planned with)",
     ),
-    (r"\b(out|id)=(?=[ ,])", r"--\1"),
-    (r"\b(out|id)='", r"--\1 '"),
+    (rf"\bgive out={_QUOTED} \(or none\) to resume it", r"give --out \1 (or none) to resume it"),
+    (r"\bgive out= (a folder you can write|another folder)", r"give --out \1"),
+    (r"\b([Gg]ive|or) another id= ", r"\1 another --id "),
     (r"(?:batch\.)?retry_failed\(\) \((genwidgets batch --retry-failed)\)", r"\1"),
-    (r" or batch\.write_files\(\)", ""),
-    (r"client\.history\(\)", "genwidgets history"),
+    (r"running the batch again or batch\.write_files\(\) writes", "running the batch again writes"),
+    (r"\b([Ll]ook (?:for it )?with|Check) client\.history\(\)", r"\1 genwidgets history"),
     (
         r"\w+\.submit\(\) \(the view's Submit or Go on, or the same command again\)",
         "the same command is run again",
     ),
-    (r"the same rows and template", "the same rows and --set"),
+    (r"or the same rows and template to resume it", "or the same rows and --set to resume it"),
 )
 
 
 def command_words(text: str) -> str:
-    """``text`` of the library with its advice in the command's flags (:data:`FLAG_WORDS`)."""
+    """``text`` of the library with its advice in the command's flags (:data:`FLAG_WORDS`):
+    only the library's own advice phrases change, whatever else the text quotes."""
     for python, flags in FLAG_WORDS:
         text = re.sub(python, flags, text)
     return text
@@ -194,7 +206,8 @@ def say_error(
 ) -> int:
     """How every command says it did not do what was asked, on stderr or (``--json``) as
     one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
-    message = command_words(message)
+    if not isinstance(exc, GatewayError):  # a gateway's text is shown as it came
+        message = command_words(message)
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
         return code
@@ -208,6 +221,8 @@ def say_error(
 
 
 def _report(batch: Batch) -> dict[str, Any]:
+    """The batch's outcome, the one object ``--json`` prints and the text lines say: its
+    advice (``next``, ``stopped``, ``problem``, a row's ``error``) in the command's words."""
     snap = batch.snapshot()
     return {
         "id": batch.id,
@@ -216,17 +231,17 @@ def _report(batch: Batch) -> dict[str, Any]:
         "counts": {k: v for k, v in batch.counts().items() if v},
         "spent": snap.billed,  # what the rows done bill
         "reserved": snap.spent,  # what the rows sent hold from the budget
-        "stopped": batch.stopped,
+        "stopped": batch.stopped and command_words(batch.stopped),
         "paused": batch.paused is not None,
-        "problem": snap.problem,
+        "problem": snap.problem and command_words(snap.problem),
         "not_done": [
             {
                 "row": r.index,
                 "line": r.line,
                 "status": r.status,
                 "request_id": r.request_id,
-                "error": r.error,
-                "next": r.next_step,
+                "error": r.error and command_words(r.error),
+                "next": command_words(r.next_step),
             }
             for r in batch.rows
             if r.status != "done"
@@ -348,11 +363,11 @@ def run_batch(
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
                 line += f" → {row['next']}" if row["next"] else ""
-                print(command_words(line), file=stdout)
+                print(line, file=stdout)
             if len(report["not_done"]) > LISTED:
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)
             for said in (report["stopped"], report["problem"] and f"trouble: {report['problem']}"):
                 if said:
-                    print(command_words(said), file=stdout)
+                    print(said, file=stdout)
             print(f"manifest: {shown_path(report['manifest'])}", file=stdout)
         return EXIT_DONE if not report["not_done"] else EXIT_NOT_DONE

@@ -52,6 +52,9 @@ class RateGate:
         self._sleep = sleep
         self._open_at = 0.0  # every request
         self._creates_open_at = 0.0  # creates only
+        # when the gateway's asked waits end (every request, creates): said, held at most
+        # GATE_CEILING (a 3600 s quota was said as 600 s, and retried 50 minutes early)
+        self._asked_until = {False: 0.0, True: 0.0}
         # create pacing: None while creates are not refused
         self._cycle: int | None = None
         self._cycles = 0
@@ -78,8 +81,16 @@ class RateGate:
     def paced(self) -> bool:
         return self._cycle is not None
 
+    def asked(self, *, create: bool = False) -> float:
+        """Seconds the gateway asked still to wait (for a create: its and every request's
+        asked wait), said to the user, as the gate holds at most ``GATE_CEILING``."""
+        until = max(self._asked_until[False], self._asked_until[create])
+        return max(0.0, until - self._clock())
+
     def close(self, seconds: float, *, creates_only: bool = False) -> None:
-        at = self._clock() + min(seconds, GATE_CEILING)
+        now = self._clock()
+        at = now + min(seconds, GATE_CEILING)
+        self._asked_until[creates_only] = max(self._asked_until[creates_only], now + seconds)
         if creates_only:
             self._creates_open_at = max(self._creates_open_at, at)
         else:
@@ -105,7 +116,7 @@ class RateGate:
             raise RateLimited(
                 "Rate limit exceeded, and the gateway asks for a longer wait than "
                 f"{self.max_wait:.0f} s",
-                retry_after=remaining,
+                retry_after=max(remaining, self.asked(create=create)),
                 code="RATE_LIMIT_EXCEEDED",
                 endpoint=endpoint,
                 request_id=request_id,
@@ -145,7 +156,7 @@ class RateGate:
         return RateLimited(
             "cancel not sent: the gateway refuses cancels for the rate limit, and one "
             "cancel at a time tries again as the rate gate opens",
-            retry_after=self.remaining or None,
+            retry_after=max(self.remaining, self.asked()) or None,
             code="RATE_LIMIT_EXCEEDED",
             endpoint=endpoint,
             request_id=request_id,

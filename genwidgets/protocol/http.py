@@ -61,7 +61,7 @@ from .fetch import (
     origin_text,
     same_origin,
 )
-from .gate import GATE_CEILING, RateGate
+from .gate import RateGate
 from .records import (
     ERROR_TEXT_KEYS,
     ERROR_TYPE_KEYS,
@@ -134,24 +134,29 @@ def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
     return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * r)
 
 
+#: the longest ``Retry-After`` kept as said (a week): ``1e308`` was said in 309 digits
+RETRY_AFTER_MOST = 7 * 86_400.0
+
+
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date),
-    from 0 to the gate's ceiling (:data:`~.gate.GATE_CEILING`: the gateway is asked again
-    after it whatever it said): ``1e308`` was said in 309 digits, ``inf`` as "inf s",
-    and ``nan`` is no wait (0)."""
+    as the gateway asked, from 0 to :data:`RETRY_AFTER_MOST` (``nan`` is no wait, 0): what
+    the user is told. Only the gate's hold is capped, at its ceiling
+    (:data:`~.gate.GATE_CEILING`, in ``RateGate.close``): a 3600 s quota said as 600 s
+    was retried 50 minutes early, and refused again."""
     raw = (headers.get("retry-after") or "").strip()
     for text, per_second in ((headers.get("retry-after-ms"), 1000), (raw, 1)):
         try:
             seconds = float(text or "") / per_second
         except ValueError:
             continue
-        return min(max(0.0, seconds), GATE_CEILING)  # nan: max keeps its first, 0.0
+        return min(max(0.0, seconds), RETRY_AFTER_MOST)  # nan: max keeps its first, 0.0
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):  # none, or neither seconds nor a date
         return None
     later = when.timestamp() - (time.time() if now is None else now)
-    return min(max(0.0, later), GATE_CEILING)
+    return min(max(0.0, later), RETRY_AFTER_MOST)
 
 
 def _read(answer: Answer, handle: Handle, read: Callable[..., T], **kw: Any) -> T:
@@ -678,6 +683,7 @@ class Gateway:
                     endpoint=endpoint,
                     request_id=request_id,
                 )
+                error.__cause__ = exc  # a timeout is told from an answer that came (cli)
             if isinstance(error, RequestNotFound):
                 now = self._clock()
                 if first_not_found is None:

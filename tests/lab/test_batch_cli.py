@@ -631,6 +631,37 @@ def test_a_row_whose_create_may_have_made_a_task_names_the_commands_history(
     assert "look for it with genwidgets history" in out and "client.history()" not in out
 
 
+def test_batch_json_gives_the_commands_advice_as_its_text_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 11, fault 7: ``--json`` kept the Python advice the text line rewrote
+    (``"next": "... client.history()"``): a script read Python words."""
+    gateway = LoopbackServer(CreateFails)
+    try:
+        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+        code, out, _ = run(
+            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
+             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes", "--json"]
+        )  # fmt: skip
+    finally:
+        gateway.close()
+    [row] = json.loads(out)["not_done"]
+    assert code == 1 and row["status"] == "unknown"
+    assert row["next"].endswith("look for it with genwidgets history"), row["next"]
+    assert "client.history()" not in out
+
+
+@pytest.mark.parametrize("name", ["id=", "out= rows.csv"])
+def test_a_rows_file_name_is_said_as_the_user_gave_it(name: str, tmp_path: Path) -> None:
+    """Review 11, fault 3: the command's flag words rewrote a user's file name too: a
+    rows file named ``id=`` was said as ``'--id '``."""
+    argv = [str(tmp_path / name), "--endpoint", T2I, "--set", "prompt={text}"]
+    code, _, err = run([*argv, "--out", str(tmp_path / "o")])
+    assert code == 2 and f"{tmp_path / name}" in err, err
+
+
 def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

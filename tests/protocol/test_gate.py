@@ -17,7 +17,7 @@ from fake_time import FakeTime
 
 from genwidgets import errors
 from genwidgets.protocol import http
-from genwidgets.protocol.gate import UNPACED_AFTER, RateGate
+from genwidgets.protocol.gate import GATE_CEILING, UNPACED_AFTER, RateGate
 from genwidgets.protocol.http import Gateway
 from genwidgets.protocol.records import Handle
 
@@ -312,3 +312,21 @@ def test_cancels_refused_for_the_rate_limit_go_one_per_opening() -> None:
     assert len(refused) >= 3 and min(gaps) >= 4.0, refused  # one per opening
     taken = sent[-5:]
     assert taken[-1] - taken[0] <= 0.02, taken  # one passed: the rest go at once
+
+
+def test_a_refusal_says_the_wait_the_gateway_asked_while_the_gate_holds_its_ceiling() -> None:
+    """Review 11, fault 6: a gateway asking 3600 s (an hourly quota) was said to ask 600 s,
+    the gate's ceiling (a refused cancel: "asking to wait 600 s"), so a person retried 50
+    minutes early. The gate holds 600 s at most; what is said is what was asked."""
+    clock = FakeTime()
+    gate = RateGate(max_wait=8.0, clock=clock.clock, sleep=clock.sleep)
+    gate.close(3600.0)
+    assert gate.remaining == pytest.approx(GATE_CEILING)
+
+    async def main() -> None:
+        with pytest.raises(errors.RateLimited) as refused:
+            await gate.wait()
+        assert refused.value.retry_after == pytest.approx(3600.0)
+
+    asyncio.run(clock.run(main()))
+    assert gate.cancel_waits("ep", "r1").retry_after == pytest.approx(3600.0)

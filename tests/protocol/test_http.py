@@ -21,7 +21,7 @@ from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
 from genwidgets.protocol.body import Answer
 from genwidgets.protocol.gate import GATE_CEILING
-from genwidgets.protocol.http import Gateway, RateGate, parse_retry_after
+from genwidgets.protocol.http import RETRY_AFTER_MOST, Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle, queue_url
 
 KEY = "sk-live-VERYSECRET-123"
@@ -79,20 +79,33 @@ def test_retry_after_seconds_ms_and_http_date() -> None:
 @pytest.mark.parametrize(
     ("header", "seconds"),
     [
-        ({"retry-after": "1e308"}, GATE_CEILING),
-        ({"retry-after": "inf"}, GATE_CEILING),
-        ({"retry-after-ms": "1e400"}, GATE_CEILING),
-        ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, GATE_CEILING),
+        ({"retry-after": "1e308"}, RETRY_AFTER_MOST),
+        ({"retry-after": "inf"}, RETRY_AFTER_MOST),
+        ({"retry-after-ms": "1e400"}, RETRY_AFTER_MOST),
+        ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, RETRY_AFTER_MOST),
         ({"retry-after": "nan"}, 0.0),
         ({"retry-after": "-inf"}, 0.0),
+        ({"retry-after": "3600"}, 3600.0),  # review 11, fault 6: an hourly quota, said as 600
     ],
 )
-def test_a_retry_after_out_of_reason_is_held_to_the_gates_ceiling(
+def test_a_retry_after_is_kept_as_asked_within_reason(
     header: dict[str, str], seconds: float
 ) -> None:
     """Explorer (pipes) defect 6: ``1e308`` was said in 309 digits and ``inf`` as
-    "retry after inf s"; the gate asks again after its ceiling whatever was said."""
+    "retry after inf s". Review 11, fault 6: the gate's ceiling (600 s) was what the user
+    was told for an hour asked: only the gate's hold is capped (below)."""
     assert parse_retry_after(header) == seconds
+
+
+def test_the_gate_holds_a_long_retry_after_to_its_ceiling_and_the_error_says_it_all() -> None:
+    """The gateway's 3600 s is said to the user; the gate asks again after its ceiling."""
+    gate = RateGate()
+    gate.close(parse_retry_after({"retry-after": "3600"}) or 0.0)
+    assert gate.remaining == pytest.approx(GATE_CEILING, abs=1.0)
+    said = str(
+        errors.RateLimited("slow down", retry_after=parse_retry_after({"retry-after": "3600"}))
+    )
+    assert said.endswith("(retry after 3600.0 s)")
 
 
 def test_backoff_is_bounded_and_jittered() -> None:

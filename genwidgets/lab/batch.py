@@ -247,6 +247,7 @@ class Batch:
                 row.error,
                 [p.name for p in row.files],
                 row.attempt if release else None,
+                row.attempt,  # learnt of this attempt: never written over a later one
             )
         )
         if release:
@@ -306,11 +307,13 @@ class Batch:
             if not pending:
                 return
             try:
-                self.store.settle(self.id, pending)
+                stale = self.store.settle(self.id, pending)
             except BaseException:  # a locked file: written by the next flush, never lost
                 with self.lock:
                     self._pending[:0] = pending
                 raise
+            if stale:
+                self.reread_stale(stale)
 
     def flush_when_it_can(self) -> None:
         """Flush while a stored run is re-opened: a store that cannot be written now (a
@@ -864,6 +867,27 @@ class Batch:
             for row in held:
                 if row.elsewhere:  # not taken back here meanwhile
                     self.show_as_stored(row, stored.get(row.index))
+
+    def reread_stale(self, refused: Sequence[RowUpdate]) -> None:
+        """Rows whose changes the store refused for a later attempt (another process
+        reserved them since the attempt each change was learnt of), read again: held as
+        that process's, as rows another process holds are (:meth:`show_as_stored`; a grid
+        follows them up, ``GridRun.follow_elsewhere``). A row this process reserved again
+        meanwhile is its own and left as it is."""
+        stored = {r.index: r for r in self.store.rows(self.id, [u.index for u in refused])}
+        own = self.store.tables.owner
+        with self.lock:
+            for change in refused:
+                row, record = self.rows[change.index], stored.get(change.index)
+                if record is None or record.attempt == change.attempt:
+                    continue  # refused by the guard: that live process's row, as it was
+                if row.attempt != change.attempt or record.owner == own:
+                    continue  # reserved here again meanwhile: this process's own
+                row.job, row.follow_at = None, None  # the older attempt's task: not this row's
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                self.show_as_stored(row, record)
+                row.elsewhere = True  # read again until that process is done with it
+            self.dirty = True
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;

@@ -243,8 +243,9 @@ class RowRecord:
 
 @dataclass(frozen=True)
 class RowUpdate:
-    """A change of one row: its new state (and request id, error, files), and whether
-    the units of its current attempt go back to the budget (nothing was created)."""
+    """A change of one row: its new state (and request id, error, files), whether the
+    units of its current attempt go back to the budget (nothing was created), and the
+    attempt it was learnt of (None: any)."""
 
     index: int
     state: str
@@ -252,6 +253,9 @@ class RowUpdate:
     error: str | None = None
     files: Sequence[str] | None = None
     release: int | None = None  # the attempt whose spend is given back
+    #: written only while the row is still at this attempt: a reservation since (made
+    #: by another process) is a newer row than this change was learnt of
+    attempt: int | None = None
 
 
 @dataclass(frozen=True)
@@ -507,31 +511,38 @@ class BatchStore:
             return Reserved([], self.spent(batch_id))
         return self._write(write)
 
-    def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> None:
-        """Write many rows' changes in one transaction (and give back released spend).
-        A row another live process reserved is written only as that process's rows may
-        be (the guard, checked in the update): ``waiting`` (a retry) over ``failed`` only,
-        so a copy's older view never undoes its ``done`` to send it again; any other
-        change over an ended row (resumed here, as :meth:`Batch.restore` takes them); the
-        same task's end over a row it is sending or following (a grid follows the tasks
-        of another kernel's cells). Rows of this process, of none, or of one that has
-        ended, are written as they come."""
+    def settle(self, batch_id: str, updates: Sequence[RowUpdate]) -> list[RowUpdate]:
+        """Write many rows' changes in one transaction (and give back released spend);
+        returns the changes not written. Each is written only while its row is at the
+        attempt it was learnt of (``RowUpdate.attempt``, a compare-and-set): a view's
+        change queued while the file could not be written, or a dead kernel's row settled
+        as another kernel reserved it, wrote an older row over a newer one (a paid, done
+        cell read failed and was created again); the caller reads those again. A row
+        another live process reserved is written only as that process's rows may be (the
+        guard): ``waiting`` (a retry) over ``failed`` only, so a copy's older view never
+        undoes its ``done`` to send it again; any other change over an ended row (resumed
+        here, as :meth:`Batch.restore` takes them); the same task's end over a row it is
+        sending or following (a grid follows the tasks of another kernel's cells). Rows of
+        this process, of none, or of one that has ended, are written as they come."""
         if not updates:
-            return
+            return []
         now = time.time()
         others = json.dumps(sorted(self.tables.alive_owners() - {self.tables.owner}))
         ended = ", ".join(f"'{state}'" for state in ENDED)  # constants of this module
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "UPDATE batch_rows SET state = :state, request_id = COALESCE(:rid, request_id), "
-                "error = :error, files = COALESCE(:files, files), updated_at = :now "
-                "WHERE batch_id = :batch AND idx = :idx AND (owner IS NULL "
-                "OR owner NOT IN (SELECT value FROM json_each(:others)) "
-                f"OR (:state = '{WAITING}' AND state = '{FAILED}') "
-                f"OR (:state != '{WAITING}' AND state IN ({ended})) "
-                f"OR (state NOT IN ({ended}) AND :state IN ({ended}) AND request_id IS :rid))",
-                [
+        def write(conn: sqlite3.Connection) -> list[RowUpdate]:
+            stale: list[RowUpdate] = []
+            for u in updates:
+                written = conn.execute(
+                    "UPDATE batch_rows SET state = :state, "
+                    "request_id = COALESCE(:rid, request_id), error = :error, "
+                    "files = COALESCE(:files, files), updated_at = :now "
+                    "WHERE batch_id = :batch AND idx = :idx "
+                    "AND (:attempt IS NULL OR attempt = :attempt) AND (owner IS NULL "
+                    "OR owner NOT IN (SELECT value FROM json_each(:others)) "
+                    f"OR (:state = '{WAITING}' AND state = '{FAILED}') "
+                    f"OR (:state != '{WAITING}' AND state IN ({ended})) "
+                    f"OR (state NOT IN ({ended}) AND :state IN ({ended}) AND request_id IS :rid))",
                     {
                         "state": u.state,
                         "rid": u.request_id,
@@ -540,17 +551,19 @@ class BatchStore:
                         "now": now,
                         "batch": batch_id,
                         "idx": u.index,
+                        "attempt": u.attempt,
                         "others": others,
-                    }
-                    for u in updates
-                ],
-            )
+                    },
+                ).rowcount
+                if not written:
+                    stale.append(u)
             conn.executemany(
                 "DELETE FROM batch_spend WHERE batch_id = ? AND idx = ? AND attempt = ?",
                 [(batch_id, u.index, u.release) for u in updates if u.release is not None],
             )
+            return stale
 
-        self._write(write)
+        return self._write(write)
 
 
 @dataclass(frozen=True, repr=False)

@@ -5,6 +5,7 @@ rows), with its layout, its ratings, and re-opening: docs/decisions.md#grid-run.
 from __future__ import annotations
 
 import logging
+import operator
 import secrets
 import sqlite3
 import time
@@ -86,9 +87,11 @@ class GridCell:
     @property
     def error(self) -> str | None:
         """A create that failed, in its own words ("not created: ...", "outcome
-        unknown: ..."); None once a task exists, or while another kernel sends it."""
+        unknown: ..."); None once a task exists, while another kernel sends it, or while
+        it waits to be sent (a create given back: "not sent: ..." is why, no failure)."""
         row = self.row
-        return row.error if row.request_id is None and not row.elsewhere else None
+        ended = row.request_id is None and not row.elsewhere and row.state != WAITING
+        return row.error if ended else None
 
     @property
     def elsewhere(self) -> bool:
@@ -111,10 +114,15 @@ class GridCell:
     @property
     def trouble(self) -> str | None:
         """What went wrong, its meaning first: a create's own words ("not created: ...",
-        "outcome unknown: ...") or "failed: " and the task's error; None when nothing did."""
-        if self.error is None and self.failed:
+        "outcome unknown: ..."), "failed: " and the task's error, or a cancelled or timed-out
+        task's own words (a person or a deadline stopped it, not the gateway); None when
+        nothing did."""
+        state = self.row.state
+        if self.error is not None or not self.failed:
+            return self.error
+        if state == FAILED:
             return f"failed: {self.row.error}"
-        return self.error
+        return self.row.error or state
 
     @property
     def lost(self) -> bool:
@@ -276,7 +284,8 @@ class GridRun(Batch):
         """The cells another kernel was sending when this one opened the grid, read again
         from the store (they showed "not created", failed, forever): one with a task now is
         followed here, no create, as a re-opened grid follows it; one ended there without a
-        task shows as it ended; one whose kernel went away before its answer is settled
+        task shows as it ended; one given back there unsent (``waiting``) is this kernel's
+        to send at :meth:`submit`; one whose kernel went away before its answer is settled
         from the ledger by its tag (:meth:`Batch.reconcile`). Returns how many another
         live kernel is still sending."""
         held = [c.row for c in self.cells if c.row.elsewhere]
@@ -287,7 +296,7 @@ class GridRun(Batch):
         alive = tables.alive_owners() - {tables.owner}
         follow: list[BatchRow] = []
         settle: list[BatchRow] = []
-        sending = 0
+        sending, given_back = 0, False
         with self.lock:
             for row in held:
                 record = stored.get(row.index)
@@ -298,19 +307,23 @@ class GridRun(Batch):
                     continue
                 self.as_stored(row, record)
                 row.elsewhere = False
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
                 if record.request_id is not None:
                     follow.append(row)
                 elif record.state == SENDING:
-                    row.attempt, row.reserved_at = record.attempt, record.reserved_at
                     settle.append(row)
+                elif record.state == WAITING:  # given back there (a rate limit, a pause)
+                    given_back = True
         if settle:
             self.reconcile(settle)
-            with self.lock:  # one that never left waits for submit(), as on re-opening
+        if settle or given_back:
+            with self.lock:  # one that never left is this kernel's: submit() sends it, as
+                # on re-opening (with no stop, submit() sent nothing and wait() never ended)
                 if self.waiting() and not self.sending and self.stopped is None:
                     self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         if follow:
             self.attach_all(follow)
-        if follow or settle:
+        if follow or settle or given_back:
             self._ensure_finisher()
             self.changed()
         return sending
@@ -351,8 +364,9 @@ class GridRun(Batch):
         keeps what is stored, so stars and a note given apart (a browser's star click
         and its note field) never undo each other. Persisted in the grid store."""
         total = len(self.cells)
-        if isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < total:
-            target = self.cells[cell]  # a negative index rated a cell counted from the end
+        number = whole_number(cell)  # NumPy's np.argmax of scores, a DataFrame's index
+        if number is not None and 0 <= number < total:
+            target = self.cells[number]  # a negative index rated a cell counted from the end
         elif isinstance(cell, GridCell) and cell in self.cells:
             target = cell
         else:
@@ -417,8 +431,9 @@ class GridRun(Batch):
 
     def describe(self) -> dict[str, Any]:
         """What ran: the plan's description plus each cell's payload (a local file as
-        its shown path), request id, status, trouble (a failed create's words or a failed
-        task's "failed: ...") and rating (exports; never the key)."""
+        its shown path), request id, status, trouble (a failed create's words, a failed
+        task's "failed: ...", a cancelled or timed-out one's own) and rating (exports;
+        never the key)."""
 
         data = {"id": self.id, **self.plan.describe()}
         data["cells"] = [
@@ -466,6 +481,17 @@ def list_grids(client: ClientLike | None = None) -> list[GridRecord]:
     return store_for(chosen, GridStore).grids(chosen.gateway_name)
 
 
+def whole_number(value: object) -> int | None:
+    """An integer of any kind (``operator.index``: int, NumPy's), never a bool; None
+    for anything else."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def status_of(cell: GridCell) -> str:
     """A short status word of a cell (plain text, for exports)."""
     if cell.elsewhere:
@@ -479,7 +505,7 @@ def status_of(cell: GridCell) -> str:
         return "contact lost"
     if cell.row.state == DONE:
         return "done"
-    if cell.failed:
-        return "failed"
+    if cell.failed:  # the batch's own words: cancelled (by a person), timed out, failed
+        return cell.row.state
     status = cell.job.last_status if cell.job is not None else None
     return status.status if status is not None and not is_terminal(status.status) else "running"

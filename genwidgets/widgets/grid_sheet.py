@@ -53,7 +53,9 @@ __all__ = [
     "state_words",
 ]
 
-_STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]}
+_STATUS = {"done": COLOURS["done"], "failed": COLOURS["failed"]} | dict.fromkeys(
+    ("cancelled", "timed out"), COLOURS["cancelled"]
+)
 #: A sheet's thumbnails by its number of cells (at most, side): a sheet is written to
 #: the page and kept in the notebook whole, and a 10 × 10 one of 256 px thumbnails
 #: weighs about 1.4 MB (of 96 px ones, about 0.6 MB).

@@ -329,6 +329,35 @@ def test_writes_a_read_only_ledger_refuses_are_kept_and_written_once_it_can_be(
         assert [r.request_id for r in later.rows()] == ["after", "paid"]
 
 
+def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
+    tmp_path: Path,
+) -> None:
+    """SQLite opens a file it cannot write read-only, and that connection stays so: a
+    grid re-opened from a read-only home had its ratings and changes refused ("attempt
+    to write a readonly database") until the kernel restarted, though the warning said
+    they are written once the file can be."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path) as first, first.transaction() as conn:
+        conn.execute("CREATE TABLE extra (n INTEGER)")
+        conn.execute("INSERT INTO extra VALUES (0)")
+    undo = _make_unwritable(path)
+    try:
+        led = Ledger(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerWarning)  # its own warning is tested above
+            assert led.query("SELECT n FROM extra") == [(0,)]  # opened, read-only
+            with pytest.raises(LedgerError, match="readonly"), led.transaction() as conn:
+                conn.execute("UPDATE extra SET n = n + 1")
+    finally:
+        undo()
+    try:  # writable again: written, in this process
+        with led.transaction() as conn:
+            conn.execute("UPDATE extra SET n = n + 1")
+        assert led.query("SELECT n FROM extra") == [(1,)]
+    finally:
+        led.close()
+
+
 @contextmanager
 def disk_full_for_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every write transaction of the ledger's writer meets a full disk while the

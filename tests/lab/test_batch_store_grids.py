@@ -25,7 +25,15 @@ import genwidgets as gw
 from genwidgets._protocols import ClientLike
 from genwidgets.errors import LedgerError, LedgerWarning
 from genwidgets.jobs.ledger import Ledger
-from genwidgets.lab.batch_store import CREATED, DONE, GridStore, RowUpdate, SessionTables, store_for
+from genwidgets.lab.batch_store import (
+    CREATED,
+    DONE,
+    WAITING,
+    GridStore,
+    RowUpdate,
+    SessionTables,
+    store_for,
+)
 from genwidgets.simulator import SimulatorServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -392,6 +400,161 @@ def test_cells_another_kernel_is_sending_are_followed_once_it_has_sent_them(
         again.submit(wait=True).wait(timeout=60)
         assert [status_of(c) for c in again.cells] == ["done"] * 3
         assert client.request_counts["create"] == creates + 1
+
+
+def test_cells_another_kernel_gave_back_unsent_are_sent_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """Cells the other kernel gave back unsent (a rate limit, a pause: ``waiting``, its
+    spend released) and never sent again before it went away: they read "not created",
+    submit() sent nothing and wait() never ended. They are this kernel's: "not sent",
+    and submit() sends each once."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.run.store_batch()
+        other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
+        sending = GridStore(other)
+        taken = sending.reserve(grid.id, [(i, {}) for i in range(2)], {}).taken
+        again = gw.load_grid(grid.id, client=client)
+        assert [status_of(c) for c in again.cells] == ["being sent in another kernel"] * 2
+        given_back = "not sent: rate limited; nothing was made, so it waits to be sent again"
+        sending.settle(
+            grid.id, [RowUpdate(i, WAITING, None, given_back, None, n) for i, n in taken]
+        )
+        other.close()  # gone before sending them again
+        creates = client.request_counts.get("create", 0)
+        assert again.run.follow_elsewhere() == 0
+        assert [status_of(c) for c in again.cells] == ["not sent"] * 2
+        assert not any(c.failed or c.trouble for c in again.cells)
+        again.submit(wait=False).run.wait(timeout=60)  # bounded: it never ended
+        assert [status_of(c) for c in again.cells] == ["done"] * 2
+        assert client.request_counts["create"] == creates + 2
+
+
+def test_a_change_queued_at_a_locked_reopen_never_undoes_another_kernels_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """A grid re-opened while the store's lock was held kept what it learnt (its task
+    failed) queued; another kernel then retried the cell (a new, paid task, done). The
+    queued change was written over that newer row: the cell read failed again, and a
+    later retry_failed() paid a third time. A change is written only over the attempt it
+    was learnt of; the newer row is read again and followed here."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    sim = make_simulator(fail_rate=1.0)
+    path = tmp_path / "ledger.sqlite3"
+    with gw.Client(base_url=sim.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1]), client=client
+        )
+        first = grid.wait(timeout=60).cells[0].request_id
+        assert first is not None and grid.cells[0].failed
+    with Ledger(path) as gone:  # its kernel died before its last flush: 'created' stored
+        set_request(GridStore(gone), grid.id, 0, first)
+    view = gw.Client(sim.base_url, "sim-demo-key", ledger=Ledger(path, busy_timeout=0.2))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock past the wait
+    try:
+        with pytest.warns(LedgerWarning, match="cannot be written now"):
+            again = gw.load_grid(grid.id, client=view)
+            assert again.run.settled.wait(30) and again.cells[0].failed  # learnt, queued
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    sim.state.reconfigure({"fail_rate": 0.0})
+    retried = view.submit("genW2.5-t2i-preview", grid.cells[0].payload)
+    retried.result(60)
+    with Ledger(path) as other:  # another kernel's retry_failed(): attempt 2, done
+        store = GridStore(other)
+        store.settle(grid.id, [RowUpdate(0, WAITING)])
+        assert store.reserve(grid.id, [(0, {})], {}).taken == [(0, 2)]
+        store.settle(grid.id, [RowUpdate(0, DONE, str(retried.request_id))])
+    creates = sim.state.stats["created"]
+    try:
+        again.wait(timeout=60).wait(timeout=60)  # its queued change flushed, then followed
+        with Ledger(path) as later:
+            (row,) = GridStore(later).rows(grid.id)
+        assert (row.state, row.request_id, row.attempt) == ("done", retried.request_id, 2)
+        assert again.cells[0].request_id == retried.request_id
+        assert status_of(again.cells[0]) == "done" and again.cells[0].outputs
+        assert again.run.retry_failed() == 0 and sim.state.stats["created"] == creates
+    finally:
+        view.close()
+
+
+@pytest.mark.parametrize("taker_dies", [False, True])
+def test_a_dead_kernels_cell_another_kernel_reserved_meanwhile_is_not_sent_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer, taker_dies: bool
+) -> None:
+    """A cell a dead kernel left 'sending', read here and settled from the ledger while
+    another kernel took it up (settled it and reserved it, attempt 2): this kernel wrote
+    'waiting' for attempt 1 over that reservation and created the cell too. Its change
+    is refused (learnt of attempt 1); the cell is the other kernel's, sent once. That
+    kernel gone too, its own create's intent kept: its attempt is settled by its tag
+    (outcome unknown), never sent again."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    path = tmp_path / "ledger.sqlite3"
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.run.store_batch()
+        dead = Ledger(path)
+        GridStore(dead).reserve(grid.id, [(0, {})], {})  # it sends cell 0 ...
+        again = gw.load_grid(grid.id, client=client)  # ... as this kernel opens the grid
+        dead.close()  # gone before its create left
+        other = Ledger(path)  # a third kernel, alive, takes it up meanwhile
+        taking = GridStore(other)
+        ledger = client.ledger
+        assert ledger is not None
+        read_tags = ledger.tagged
+
+        def tagged(tags: Any) -> Any:  # between this kernel's read of the row and its write
+            if not taking.rows(grid.id)[0].attempt > 1:
+                taking.settle(grid.id, [RowUpdate(0, WAITING, release=1)])
+                assert taking.reserve(grid.id, [(0, {})], {}).taken == [(0, 2)]
+                if taker_dies:  # its create may have left: its intent is kept, then it goes
+                    other.writes.record_intent(
+                        gateway=client.gateway_name,
+                        endpoint="genW2.5-t2i-preview",
+                        payload=grid.cells[0].payload,
+                        tag=f"grid {grid.id} cell 0 attempt 2",
+                    )
+                    other.close()
+            return read_tags(tags)
+
+        monkeypatch.setattr(ledger, "tagged", tagged)
+        creates = client.request_counts.get("create", 0)
+        again.submit(wait=True)
+        again.run.flush()
+        if taker_dies:
+            again.wait(timeout=60)
+            assert status_of(again.cells[0]) == "outcome unknown"
+            with Ledger(path) as later:
+                (row,) = GridStore(later).rows(grid.id)
+            assert (row.state, row.attempt) == ("unknown", 2)
+        else:
+            (row,) = taking.rows(grid.id)
+            assert (row.state, row.attempt, row.owner) == ("sending", 2, other.owner)
+            assert status_of(again.cells[0]) == "being sent in another kernel"
+            other.close()
+        assert client.request_counts.get("create", 0) == creates  # never created here
 
 
 #: a kernel of its own (one process keeps one store per ledger file, open for writing)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from loopback import FileHost, files_gateway
 from PIL import Image, ImageChops
+from widgets.taskfakes import wait_for
 
 import genwidgets as gw
 from genwidgets.jobs.previews import PREVIEW_BUDGET
@@ -443,6 +444,38 @@ def test_an_export_says_which_cells_the_gateway_failed(
                     assert cell["request_id"] and cell["error"].startswith("failed: ")
                 else:
                     assert (cell["status"], cell["error"]) == ("done", None)
+
+
+def test_an_export_says_cancelled_and_timed_out_cells_apart_from_failed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
+) -> None:
+    """A cell the person cancelled, and one past its deadline, were exported as status
+    "failed" with "failed: cancelled: ...": as if the gateway had failed them. Each says
+    the batch's own word and its own error."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    sim = make_simulator(speed=0.05)  # tasks take long enough to be stopped
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as client:
+        cancelled = gw.grid(
+            "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1]), client=client
+        )
+        assert wait_for(lambda: cancelled.cells[0].request_id is not None, timeout=30)
+        assert cancelled.run.cancel() == 1
+        timed_out = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a hen", "n": 1},
+            x=("seed", [1]),
+            client=client,
+            confirm_above=0,
+        )
+        timed_out.run.timeout = 0.5  # a deadline: cancelled at the gateway once past it
+        timed_out.submit(wait=False)
+        for grid, word in ((cancelled, "cancelled"), (timed_out, "timed out")):
+            grid.run.wait(timeout=60)
+            assert grid.run.rows[0].state == word
+            (cell,) = gw.read_export(grid.save_png(tmp_path / f"{word}.png"))["cells"]
+            assert cell["status"] == word and cell["request_id"]
+            assert cell["error"].startswith(word) and "failed" not in cell["error"]
+            assert grid.describe()["cells"][0]["status"] == word
 
 
 def test_an_export_never_decodes_or_reads_more_than_its_caps(

@@ -382,6 +382,22 @@ def test_a_note_with_half_an_emoji_is_kept_escaped_with_its_stars(tmp_path: Path
     store.close()
 
 
+def test_a_numpy_cell_number_rates_its_cell(tmp_path: Path) -> None:
+    """rate(np.argmax(scores), 5) was refused "rate a cell number 0-1 ..., not
+    np.int64(1)": a number in 0-1. Any integer Python indexes a list with is taken."""
+    import numpy as np
+
+    fake = ForecastClient()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    assert run.rate(np.argmax([2.0, 7.0]), 5) is run.cells[1]
+    assert store.ratings(run.id) == {1: (5, None)}
+    with pytest.raises(ValueError, match=r"rate a cell number 0-1 .*not np.True_"):
+        run.rate(np.True_, 3)
+    store.close()
+
+
 @pytest.mark.parametrize("cell", [2, -1, True, "0", None])
 def test_rating_a_cell_the_grid_lacks_says_which_cells_there_are(tmp_path: Path, cell: Any) -> None:
     """grid.rate(99, 3) raised a bare IndexError and rate(-1, ...) rated the last cell."""

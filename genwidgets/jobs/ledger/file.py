@@ -54,6 +54,7 @@ log = logging.getLogger("genwidgets")
 MASKING = "masking the addresses an older genwidgets stored, once per file (resumed if cut short)"
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _CANTOPEN = 14  # SQLITE_CANTOPEN: too many open files, a folder made unreadable
+_READONLY = 8  # SQLITE_READONLY: the file, or the connection that opened it, is read-only
 _HERE = os.path.dirname(__file__)
 #: the names SQLite gives the ledger's file and its journals
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
@@ -93,6 +94,13 @@ def damage(exc: BaseException) -> str:
     if (code is not None and code & 0xFF in _CORRUPT_CODES) or "malformed" in text:
         return text
     return text if "not a database" in text else ""
+
+
+def read_only(exc: BaseException) -> bool:
+    """Whether an sqlite3 error is SQLITE_READONLY ("attempt to write a readonly
+    database"): the file, or only the connection that opened it so, cannot be written."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == _READONLY) or "readonly database" in str(exc)
 
 
 def quick_check(conn: sqlite3.Connection) -> str:
@@ -401,7 +409,9 @@ class LedgerFile:
     def write(self, on_damage: Callable[[], None]) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``) on the readers' connection, on the
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
-        writer thread then checks it: its connection must never write the old file)."""
+        writer thread then checks it: its connection must never write the old file). A
+        file SQLite could only open read-only stays so on that connection: refused as
+        read-only, the next read or write opens a new one, which writes once it can."""
         with self._lock:
             try:
                 with immediate(self._connection()) as conn:
@@ -409,6 +419,8 @@ class LedgerFile:
             except sqlite3.Error as exc:
                 if damage(exc):
                     on_damage()
+                elif read_only(exc):
+                    self._reopen_reads = True
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
 
     def close(self) -> None:

@@ -452,7 +452,7 @@ def test_a_batch_killed_while_its_creates_hang_sends_the_rows_that_never_left_wh
         report = json.loads(again.stdout)
         assert report["counts"] == {"done": count - 2, "unknown": 2}, again.stdout
         for row in report["not_done"]:
-            assert "not sent again" in row["error"] and "client.history()" in row["next"]
+            assert "not sent again" in row["error"] and "genwidgets history" in row["next"]
         assert gate.creates == count  # each row's create reached the gateway once
         assert created(sim) == count - 2
         assert len(list((tmp_path / "o").glob("*.png"))) == count - 2

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
+from ..._workers import Work, Workers
 from ...errors import LedgerError
 
 __all__ = [
@@ -64,6 +65,10 @@ RETRY_PAUSE = 0.05
 MAX_SET_ASIDE = 1
 #: a write taking longer than this means the file is busy (a free one takes milliseconds)
 STALL = 0.1
+#: the keepers of held writes, one per ledger file with a writer in this process, each
+#: for its writer's life: worker threads (one kind of thread), bounded as the writers
+#: are not (a keeper queued behind others would keep nothing)
+KEEPERS = Workers(1024, failed="keeping held ledger writes")
 
 
 class LeftBehind(LedgerError):
@@ -309,7 +314,7 @@ class _Thread(threading.Thread):
         self.kept: dict[int, Note] = {}
         self.kept_lock = threading.Lock()
         self.noted = threading.Event()
-        self.keeper: threading.Thread | None = None
+        self.keeper: Work | None = None
         #: callers of :meth:`WriteQueue.safe` waiting for a note, and the notes among
         #: ``kept`` whose append is not done yet; both under ``kept_lock``
         self.safe_waiters: list[tuple[Note, concurrent.futures.Future[bool]]] = []
@@ -368,13 +373,10 @@ class _Thread(threading.Thread):
         """A write with a note was queued: the keeper looks at it (started if need be)."""
         self.noted.set()
         if self.keeper is None:
-            self.keeper = threading.Thread(
-                target=self._keep_held, name=f"{self.name}-keeper", daemon=True
-            )
-            self.keeper.start()
+            self.keeper = KEEPERS.submit(self._keep_held)
 
     def _keep_held(self) -> None:
-        """The keeper thread: while writes with notes wait, those held (see
+        """The keeper (a worker, :data:`KEEPERS`): while writes with notes wait, those held (see
         :meth:`holding`) go to ``keep_held`` at once, each once; the writer thread
         cannot do it, as it waits inside SQLite's busy handler."""
         keep_held = self.writes.keep_held

@@ -1396,6 +1396,54 @@ def test_history_says_a_running_process_holds_its_kept_task_and_lists_only_its_g
 
 
 @pytest.mark.timeout(90)
+def test_history_lists_an_ended_processs_kept_task_whose_note_spells_the_gateway_the_old_way(
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A note an older version kept names the gateway as it was written then: with its
+    password in clear, or in upper case with a trailing ``/``. ``genwidgets history``
+    under a lock hid those paid tasks (listed as this gateway's once the notes were
+    recorded), and said of a process this host knows has ended that "it may still be
+    running" (review-14 fault 3)."""
+    from genwidgets.cli import main
+    from genwidgets.jobs.ledger.lease import HOST
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    monkeypatch.setenv("GENWIDGETS_HOME", str(path.parent))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", "http://alice:s3cret@127.0.0.1:9")
+    monkeypatch.setenv("GENWIDGETS_API_KEY", DEMO_KEY)
+    Ledger(path).close()
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    where = {"pid": int(ended.stdout), "host": HOST, "endpoint": ENDPOINT}
+    at = time.time() - 60
+    gateways = {
+        "paid-clear": "http://alice:s3cret@127.0.0.1:9",
+        "paid-spelt": "HTTP://alice:***@127.0.0.1:9/",
+        "paid-other": "http://alice:***@127.0.0.1:8",  # another gateway's: not listed
+    }
+    notes: list[dict[str, Any]] = []
+    for ticket, (request_id, gateway) in enumerate(gateways.items(), start=1):
+        notes.append({"ticket": -ticket, "gateway": gateway, "payload": "{}", "at": at, **where})
+        notes.append({"row": -ticket, "request_id": request_id, "at": at + 1, **where})
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    locked(path)
+    quick_ledger_for_commands(path, monkeypatch)
+    assert main(["history"]) == 0
+    said = capsys.readouterr()
+    listed = [rid for rid in gateways if any(f" {rid} " in line for line in said.out.splitlines())]
+    assert listed == ["paid-clear", "paid-spelt"], said.out
+    held = f"held by process {where['pid']} on {HOST}: it has ended; recorded at the next open"
+    assert said.out.count(held) == 2 and "may still be running" not in said.out
+    assert "a process that has ended left in" in said.err and "may still be running" not in said.err
+    assert f"{ENDPOINT} paid-spelt" in said.err and "paid-other" not in said.err
+
+
+@pytest.mark.timeout(90)
 def test_a_kernel_killed_while_a_lock_holds_its_writes_back_loses_no_paid_task(
     tmp_path: Path, locked: Callable[[Path], Lock]
 ) -> None:

@@ -744,8 +744,8 @@ class LedgerFile:
                 future.result(),
                 self.pending_path,
             )
-            try:
-                fd = os.open(self.pending_path, os.O_RDONLY)
+            try:  # for writing, as appenders open it: some network locks need that
+                fd = os.open(self.pending_path, os.O_RDWR)
             except OSError:
                 return  # removed already (another process recorded it too)
             try:

@@ -1086,7 +1086,7 @@ def test_the_merge_leaves_the_pending_notes_to_an_appender_holding_their_lock(
 
 
 def test_an_append_waiting_while_the_merge_removes_the_pending_notes_goes_to_a_new_file(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An appender that opened the pending notes and then waited for their lock while
     a merge removed them appended its notes to the removed file: a paid task lost."""
@@ -1094,12 +1094,13 @@ def test_an_append_waiting_while_the_merge_removes_the_pending_notes_goes_to_a_n
     fds = Path("/proc/self/fd")
     if not fds.is_dir():
         pytest.skip("needs /proc to see the appender open the file")
-    from genwidgets.jobs.ledger.file import LedgerFile
+    from genwidgets.jobs.ledger import file
 
+    monkeypatch.setattr(file, "PENDING_LOCK_WAIT", 60.0)  # the appender waits for the merge
     path = tmp_path / "ledger.sqlite3"
     pending = path.with_name(path.name + ".pending.jsonl")
     _a_paid_task_held_elsewhere(pending, "merged")
-    kept = LedgerFile(path, busy_timeout=1.0)
+    kept = file.LedgerFile(path, busy_timeout=1.0)
     merging = os.open(pending, os.O_RDONLY)
     said: list[str] = []
     try:

@@ -52,6 +52,7 @@ from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_st
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
+from .jobs.ledger.store import may_still_run
 from .jobs.recorder import GONE
 from .lab.batch_cli import (
     EXIT_INTERRUPTED,
@@ -257,10 +258,12 @@ def _history(client: Client, args: argparse.Namespace) -> int:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
             shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
             by = terminal_text(f"process {pid} on {host}")
-            print(
-                f"{when}  {shown} (held by {by}: it may still be running; recorded at its "
-                "next write or the next open)"
+            state = (
+                "it may still be running; recorded at its next write or the next open"
+                if may_still_run(pid, host)
+                else "it has ended; recorded at the next open"
             )
+            print(f"{when}  {shown} (held by {by}: {state})")
     if busy:
         said = f"only the pending notes are shown: {busy}"
         return say_error("history", said, EXIT_NOT_DONE, as_json=False)

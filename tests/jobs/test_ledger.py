@@ -788,6 +788,36 @@ def test_masking_a_big_old_ledger_goes_on_where_a_process_that_stopped_left_it(
     assert b"secret" not in path.read_bytes()  # zeroed (its last connection closed)
 
 
+@pytest.mark.parametrize(("rows", "spread"), [(200, 20), (300, 20), (500, 50), (1000, 100)])
+def test_masking_old_addresses_leaves_no_piece_of_a_password_in_the_file(
+    tmp_path: Path, rows: int, spread: int
+) -> None:
+    """The masking zeroed each old value (``secure_delete``), but a b-tree page rebuilt
+    as the index of gateways changed kept pieces of the old addresses in its unused
+    gap, and the write-ahead log held the old pages while the process ran, after the
+    file was marked masked (review-14 fault 2): the file is rewritten once masked, its
+    log emptied. Passwords of varied lengths and distinct request ids move the index."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    with sqlite3.connect(path) as conn:  # as an older genwidgets left the file
+        conn.executemany(
+            "INSERT INTO tasks (gateway, endpoint, request_id, state, payload, pid, host, "
+            "submitted_at, updated_at) VALUES (?, ?, ?, 'submitted', '{}', 1, 'h', 0, 0)",
+            [
+                (f"http://alice:SECRET{'x' * (n % spread)}@h", ENDPOINT, f"req-{n}")
+                for n in range(rows)
+            ],
+        )
+        conn.execute("DELETE FROM meta WHERE key = 'addresses_masked_since'")
+    conn.close()
+    with Ledger(path) as led:
+        assert led.flush(30)
+        assert "addresses_masked_since" in dict(led.query("SELECT key, value FROM meta"))
+        left = {p.name: p.read_bytes().count(b"SECRET") for p in tmp_path.iterdir() if p.is_file()}
+        assert set(left.values()) == {0}, left  # the file and its log, while still open
+    assert b"SECRET" not in path.read_bytes()
+
+
 def test_a_ledger_busy_masking_its_old_addresses_does_not_blame_another_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4,6 +4,7 @@ an immutable file, and two kernels sharing tasks (issue 22 points 1-3)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -1205,6 +1206,84 @@ def test_a_close_never_waits_for_ever_on_an_appender_stopped_holding_the_pending
         assert found is not None and found.state == "submitted"
 
 
+def _a_paid_task_held_elsewhere(pending: Path, request_id: str) -> None:
+    """Notes of a create another host's process held, appended to ``pending``."""
+    at = time.time() - 60
+    where = {"pid": 404, "host": "another-host", "endpoint": ENDPOINT}
+    intent = {"ticket": -1, "gateway": GATEWAY, "payload": "{}", "at": at, **where}
+    paid = {"row": -1, "request_id": request_id, "at": at + 1, **where}
+    with pending.open("a") as file:
+        file.write("".join(json.dumps(note) + "\n" for note in (intent, paid)))
+
+
+def test_the_merge_leaves_the_pending_notes_to_an_appender_holding_their_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next open's merge checked that nobody had appended to the pending notes, then
+    removed them, without the lock appenders take: a kernel's held create appended
+    between the two was removed with the file, a paid task lost (review-14). Now the
+    check and the removal wait for the lock (bounded): a holder past it keeps the
+    file, which the next open records again."""
+    fcntl = pytest.importorskip("fcntl")
+    from genwidgets.jobs.ledger import file
+
+    monkeypatch.setattr(file, "PENDING_LOCK_WAIT", 0.2)
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    Ledger(path).close()
+    _a_paid_task_held_elsewhere(pending, "merged")
+    appender = os.open(pending, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(appender, fcntl.LOCK_EX)  # a kernel mid-append
+        with Ledger(path) as led:
+            assert led.flush(30) and led.get(GATEWAY, "merged") is not None
+        os.write(
+            appender, b'{"row": 7, "request_id": "appended", "endpoint": "asset-get", "at": 1}\n'
+        )
+    finally:
+        os.close(appender)
+    assert "appended" in pending.read_text()
+
+
+def test_an_append_waiting_while_the_merge_removes_the_pending_notes_goes_to_a_new_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An appender that opened the pending notes and then waited for their lock while
+    a merge removed them appended its notes to the removed file: a paid task lost."""
+    fcntl = pytest.importorskip("fcntl")
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc to see the appender open the file")
+    from genwidgets.jobs.ledger import file
+
+    monkeypatch.setattr(file, "PENDING_LOCK_WAIT", 60.0)  # the appender waits for the merge
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    _a_paid_task_held_elsewhere(pending, "merged")
+    kept = file.LedgerFile(path, busy_timeout=1.0)
+    merging = os.open(pending, os.O_RDONLY)
+    said: list[str] = []
+    try:
+        fcntl.flock(merging, fcntl.LOCK_EX)  # the merge, checking the file
+        held = [{"row": 7, "request_id": "appended", "endpoint": ENDPOINT, "at": time.time()}]
+        appending = threading.Thread(target=lambda: said.append(kept.keep_pending(held)))
+        appending.start()
+
+        def opened() -> int:
+            links = []
+            for fd in fds.iterdir():
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    links.append(os.readlink(fd))
+            return links.count(os.path.realpath(pending))
+
+        wait_until(lambda: opened() == 2, 30, "the appender to open the pending notes")
+        pending.unlink()  # recorded: removed under the lock
+    finally:
+        os.close(merging)
+    appending.join(30)
+    assert said == [""] and "appended" in pending.read_text()
+
+
 @pytest.mark.parametrize("restarted", [False, True], ids=["removed", "replaced"])
 def test_a_ledger_removed_under_a_running_process_is_written_back_or_kept_beside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restarted: bool
@@ -1478,6 +1557,54 @@ def test_history_says_a_running_process_holds_its_kept_task_and_lists_only_its_g
 
 
 @pytest.mark.timeout(90)
+def test_history_lists_an_ended_processs_kept_task_whose_note_spells_the_gateway_the_old_way(
+    tmp_path: Path,
+    locked: Callable[[Path], Lock],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A note an older version kept names the gateway as it was written then: with its
+    password in clear, or in upper case with a trailing ``/``. ``genwidgets history``
+    under a lock hid those paid tasks (listed as this gateway's once the notes were
+    recorded), and said of a process this host knows has ended that "it may still be
+    running" (review-14 fault 3)."""
+    from genwidgets.cli import main
+    from genwidgets.jobs.ledger.lease import HOST
+
+    path = tmp_path / "home" / "ledger.sqlite3"
+    monkeypatch.setenv("GENWIDGETS_HOME", str(path.parent))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", "http://alice:s3cret@127.0.0.1:9")
+    monkeypatch.setenv("GENWIDGETS_API_KEY", DEMO_KEY)
+    Ledger(path).close()
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    where = {"pid": int(ended.stdout), "host": HOST, "endpoint": ENDPOINT}
+    at = time.time() - 60
+    gateways = {
+        "paid-clear": "http://alice:s3cret@127.0.0.1:9",
+        "paid-spelt": "HTTP://alice:***@127.0.0.1:9/",
+        "paid-other": "http://alice:***@127.0.0.1:8",  # another gateway's: not listed
+    }
+    notes: list[dict[str, Any]] = []
+    for ticket, (request_id, gateway) in enumerate(gateways.items(), start=1):
+        notes.append({"ticket": -ticket, "gateway": gateway, "payload": "{}", "at": at, **where})
+        notes.append({"row": -ticket, "request_id": request_id, "at": at + 1, **where})
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    locked(path)
+    quick_ledger_for_commands(path, monkeypatch)
+    assert main(["history"]) == 0
+    said = capsys.readouterr()
+    listed = [rid for rid in gateways if any(f" {rid} " in line for line in said.out.splitlines())]
+    assert listed == ["paid-clear", "paid-spelt"], said.out
+    held = f"held by process {where['pid']} on {HOST}: it has ended; recorded at the next open"
+    assert said.out.count(held) == 2 and "may still be running" not in said.out
+    assert "a process that has ended left in" in said.err and "may still be running" not in said.err
+    assert f"{ENDPOINT} paid-spelt" in said.err and "paid-other" not in said.err
+
+
+@pytest.mark.timeout(90)
 def test_a_kernel_killed_while_a_lock_holds_its_writes_back_loses_no_paid_task(
     tmp_path: Path, locked: Callable[[Path], Lock]
 ) -> None:
@@ -1522,6 +1649,41 @@ def test_held_writes_another_process_recorded_first_are_not_recorded_twice(
         assert kernel.stdout.readline() == "1\n"
     with Ledger(path) as fresh:
         assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+
+
+def test_two_processes_held_creates_in_one_pending_file_each_keep_their_paid_task(
+    tmp_path: Path,
+) -> None:
+    """Every process numbers its intent tickets from -1: the notes of two kernels whose
+    first creates a lock held, interleaved in one pending file, were merged by ticket
+    alone, so one paid task landed on the other's row and the other was recorded
+    nowhere, and a third's failed create missed its row (review-14 fault 1)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    at = time.time() - 60
+    where = {"host": "another-host", "endpoint": ENDPOINT}
+
+    def intent(pid: int, who: str) -> dict[str, Any]:
+        payload = json.dumps({"who": who})
+        return {"ticket": -1, "gateway": GATEWAY, "payload": payload, "pid": pid, "at": at, **where}
+
+    def paid(pid: int, request_id: str) -> dict[str, Any]:
+        return {"row": -1, "request_id": request_id, "pid": pid, "at": at + 1, **where}
+
+    refused = {"failed": -1, "error": "refused", "created_nothing": True, "pid": 303, "at": at + 1}
+    notes = [intent(101, "A"), intent(202, "B"), intent(303, "C")]
+    notes += [paid(101, "paid-A"), paid(202, "paid-B"), {**refused, **where}]
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    with Ledger(path) as led:
+        assert led.flush(30)
+        rows = led.rows()
+    assert sorted((r.payload["who"], r.request_id, r.state) for r in rows) == [
+        ("A", "paid-A", "submitted"),
+        ("B", "paid-B", "submitted"),
+        ("C", None, "not_created"),
+    ]
+    assert not pending.exists()
 
 
 def test_a_kept_write_stays_kept_when_opening_the_file_again_fails(

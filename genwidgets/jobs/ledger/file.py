@@ -117,16 +117,35 @@ def raise_if_damaged(conn: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
 
 
+def _of_process(note: Note, ticket: int) -> tuple[Any, Any, int]:
+    """A ticket (or row id) of ``note``'s process as it names an intent in a pending
+    file: with that process's host and pid, since every process numbers from -1."""
+    return note.get("host"), note.get("pid"), ticket
+
+
+def _unchanged(now: os.stat_result, seen: os.stat_result) -> bool:
+    """Whether a file stat'ed ``now`` is the one ``seen``, nothing added to it."""
+    fields = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
+    return all(getattr(now, name) == getattr(seen, name) for name in fields)
+
+
 def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
     """The write recording ``notes`` a process left in the pending file: an intent not
     on disk becomes its row (read as ``outcome_unknown`` once its process is gone), a
     handle makes its row ``submitted`` (resume() follows it), a failed create makes its
     row ``not_created`` or ``outcome_unknown`` as its process knew it. A note already on
     disk (the same intent, a task already known) changes nothing; returns the tasks
-    recorded."""
+    recorded. Intents are found by :func:`_of_process`: two processes' held creates
+    in one file (both ticket -1) each get their paid task on their own row."""
 
     def merge(conn: sqlite3.Connection) -> int:
-        rows: dict[int, int] = {}  # ticket of an intent -> its row here
+        rows: dict[tuple[Any, Any, int], int] = {}  # an intent's _of_process -> its row here
+
+        def row_of(note: Note, placed: int) -> int:
+            """The row here of a handle's or failed create's ``placed``: a row id on
+            disk, or a ticket of its process (no row has a negative id)."""
+            return rows.get(_of_process(note, placed), placed)
+
         recorded = 0
         for note in notes:
             if "ticket" in note:
@@ -135,7 +154,9 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                     "AND endpoint = ?",
                     (note["host"], note["pid"], note["at"], note["endpoint"]),
                 ).fetchone()
-                rows[note["ticket"]] = found[0] if found else _insert_intent(conn, note)
+                rows[_of_process(note, note["ticket"])] = (
+                    found[0] if found else _insert_intent(conn, note)
+                )
             elif (
                 "row" in note
                 and not conn.execute(
@@ -147,7 +168,7 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                     hide_userinfo(url) if isinstance(url, str) else None
                     for url in (note.get(n) for n in ("status_url", "response_url", "cancel_url"))
                 ]
-                row = rows.get(note["row"], note["row"])
+                row = row_of(note, note["row"])
                 recorded += conn.execute(
                     "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
                     "response_url = ?, cancel_url = ?, handle_at = ?, updated_at = ? "
@@ -172,7 +193,7 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                         note["error"],
                         at,
                         at if nothing else None,
-                        rows.get(note["failed"], note["failed"]),
+                        row_of(note, note["failed"]),
                         SUBMITTING,
                         note["pid"],
                         note["host"],
@@ -572,11 +593,10 @@ class LedgerFile:
         and a line torn earlier (a process killed mid-append) is ended first."""
         try:
             data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
-            fd = os.open(self.pending_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            fd, locked = self._open_pending()
         except (OSError, TypeError, ValueError) as exc:
             return str(exc)
         try:
-            locked = self._lock_pending(fd)
             size = os.fstat(fd).st_size
             os.lseek(fd, max(0, size - 1), os.SEEK_SET)
             if size and os.read(fd, 1) != b"\n":
@@ -597,12 +617,37 @@ class LedgerFile:
             os.close(fd)  # releases the lock
         return ""
 
-    def _lock_pending(self, fd: int) -> bool:
-        """Take the pending file's ``flock`` (two appenders: one after the other), tried
-        for :data:`PENDING_LOCK_WAIT`; False: appended without it (a holder stopped
-        mid-append, a hung lock), whole lines still, as a torn last line is ended first."""
-        if fcntl is None:
+    def _open_pending(self) -> tuple[int, bool | None]:
+        """The pending file opened to append and its lock (:meth:`_lock_pending`); opened
+        again (twice at most) when a merge removed it between the open and the lock:
+        notes appended to the removed file would be lost with it."""
+        otherwise = "its notes are appended without waiting longer"
+        fd = os.open(self.pending_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        locked = self._lock_pending(fd, otherwise)
+        for _ in range(2):
+            if not locked or self._is_pending(fd):
+                break
+            os.close(fd)
+            fd = os.open(self.pending_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            locked = self._lock_pending(fd, otherwise)
+        return fd, locked
+
+    def _is_pending(self, fd: int) -> bool:
+        """Whether :attr:`pending_path` still leads to the file open as ``fd``."""
+        try:
+            opened, there = os.fstat(fd), self.pending_path.stat()
+        except OSError:
             return False
+        return (opened.st_dev, opened.st_ino) == (there.st_dev, there.st_ino)
+
+    def _lock_pending(self, fd: int, otherwise: str) -> bool | None:
+        """Take the pending file's ``flock`` (two appenders: one after the other, and a
+        merge removes the file only between appends), tried for
+        :data:`PENDING_LOCK_WAIT`; False: not taken (a holder stopped mid-append, a hung
+        lock: ``otherwise`` is done, and logged), None: no locks here. An append without
+        it is whole lines still, as a torn last line is ended first."""
+        if fcntl is None:
+            return None
         deadline = time.monotonic() + PENDING_LOCK_WAIT
         while True:
             try:
@@ -611,15 +656,15 @@ class LedgerFile:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     log.warning(
-                        "genwidgets: another process held %s for %g s; its notes are "
-                        "appended without waiting longer",
+                        "genwidgets: another process held %s for %g s; %s",
                         self.pending_path,
                         PENDING_LOCK_WAIT,
+                        otherwise,
                     )
                     return False
                 time.sleep(0.05)
             except OSError:  # no locks here (some network file systems)
-                return False
+                return None
 
     def left_behind(self, notes: list[Note], unwritten: int) -> None:
         """Writes still queued when the writer stopped or the process ends (a lock held
@@ -674,14 +719,10 @@ class LedgerFile:
         except OSError:
             return []
         notes = [note for note in map(_note, lines) if note is not None]
-        gateways = {
-            (n.get("host"), n.get("pid"), n["ticket"]): n.get("gateway")
-            for n in notes
-            if "ticket" in n
-        }
+        gateways = {_of_process(n, n["ticket"]): n.get("gateway") for n in notes if "ticket" in n}
         handles = [note for note in notes if "row" in note]
         for note in handles:
-            found = gateways.get((note.get("host"), note.get("pid"), note["row"]))
+            found = gateways.get(_of_process(note, note["row"]))
             if found is not None:
                 note.setdefault("gateway", found)
         return handles
@@ -689,9 +730,11 @@ class LedgerFile:
     def merge_pending(self, put: Callable[[Op], concurrent.futures.Future[int]]) -> None:
         """Queue the write recording the notes another process left in
         :attr:`pending_path`; the file is removed once they are written, and only if
-        nobody added to it meanwhile. Recording a note twice changes nothing, so a file
-        left (this process stopped before the write, or two processes read it) is
-        simply recorded again by the next open: never claimed, never orphaned."""
+        nobody added to it meanwhile: checked and removed under the appenders' lock,
+        so an append is before the check or in a new file. Recording a note twice
+        changes nothing, so a file left (this process stopped before the write, two
+        processes read it, an appender held the lock past :data:`PENDING_LOCK_WAIT`)
+        is simply recorded again by the next open: never claimed, never orphaned."""
         try:
             seen = self.pending_path.stat()
             lines = self.pending_path.read_text(encoding="utf-8").splitlines()
@@ -713,10 +756,20 @@ class LedgerFile:
                 future.result(),
                 self.pending_path,
             )
-            with contextlib.suppress(OSError):
+            try:  # for writing, as appenders open it: some network locks need that
+                fd = os.open(self.pending_path, os.O_RDWR)
+            except OSError:
+                return  # removed already (another process recorded it too)
+            try:
+                if self._lock_pending(fd, "the notes are left for the next open") is False:
+                    return
                 now = self.pending_path.stat()
-                if (now.st_size, now.st_mtime_ns) == (seen.st_size, seen.st_mtime_ns):
+                if _unchanged(now, seen):
                     self.pending_path.unlink()
+            except OSError:
+                pass  # left for the next open, which records it again (no change)
+            finally:
+                os.close(fd)  # releases the lock
 
         put(merge_notes(notes)).add_done_callback(written)
 

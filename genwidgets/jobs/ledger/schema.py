@@ -13,6 +13,7 @@ there (see :meth:`genwidgets.jobs.ledger.Ledger.transaction`).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from pathlib import Path
 from ..._config import hide_userinfo
 from ...errors import LedgerError
 from .rows import COPY_GIVEN_UP, FINISHED
-from .writer import immediate
+from .writer import immediate, is_disk_fault
 
 __all__ = [
     "APPLICATION",
@@ -32,6 +33,8 @@ __all__ = [
     "mask_addresses",
     "schema_is_current",
 ]
+
+log = logging.getLogger("genwidgets")
 
 SCHEMA_VERSION = 5
 APPLICATION = "genwidgets-ledger"
@@ -179,18 +182,54 @@ def mask_addresses(conn: sqlite3.Connection) -> None:
     password's ``@`` was understood, its tail (``u:***@ss@host``). In transactions of
     :data:`MASK_CHUNK` rows, each committed with where it got to, so a process that
     stops midway (a short-lived one exits) leaves the next open less to do, and no
-    more than a chunk is in memory; the ``meta`` key is set once the last is done."""
+    more than a chunk is in memory; then the file is rewritten (:func:`_rewrite`), and
+    the ``meta`` key is set once that is done."""
     while not addresses_masked(conn):
         with immediate(conn):
-            _mask_chunk(conn)
+            last_done = _mask_chunk(conn)
+        if not last_done:
+            continue
+        if not _rewrite(conn):
+            return  # the disk is too full to rewrite it: the next open tries again
+        with immediate(conn):
+            conn.execute("DELETE FROM meta WHERE key = ?", (ADDRESSES_MASKED_UPTO,))
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                (ADDRESSES_MASKED_SINCE, time.time()),
+            )
 
 
-def _mask_chunk(conn: sqlite3.Connection) -> None:
+def _rewrite(conn: sqlite3.Connection) -> bool:
+    """``VACUUM``, then the write-ahead log emptied: the masked file rewritten page by
+    page, so no piece of an old address is left in the unused part of a page, which
+    ``secure_delete`` does not zero when a b-tree page is rebalanced (review-14: copies
+    of the password stayed in the index's pages). Once per file; it reads and writes
+    the whole file (a second or two per 100 MB), holding the write lock meanwhile,
+    and needs free space for a copy. False when the disk is too full for it (logged);
+    a busy file raises, as any write of the open does (the writer tries again)."""
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError as exc:
+        if not is_disk_fault(exc):
+            raise
+        log.warning(
+            "genwidgets: the task ledger's old addresses are masked, but pieces of them "
+            "may stay in unused space of the file until it is rewritten, which needs "
+            "free disk space for a copy of it (%s); the next open tries again",
+            exc,
+        )
+        return False
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # old pages, in the log
+    return True
+
+
+def _mask_chunk(conn: sqlite3.Connection) -> bool:
     """The next :data:`MASK_CHUNK` rows masked (inside the caller's transaction), read
-    and written as bytes, so text that is not UTF-8 around an address is kept."""
+    and written as bytes, so text that is not UTF-8 around an address is kept; True
+    once the last rows are masked (the file is then rewritten, then marked)."""
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if ADDRESSES_MASKED_SINCE in meta:  # another process finished meanwhile
-        return
+        return False
     after = int(float(meta.get(ADDRESSES_MASKED_UPTO, 0)))
     last = conn.execute(
         "SELECT id FROM tasks WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?", (after, MASK_CHUNK - 1)
@@ -201,7 +240,7 @@ def _mask_chunk(conn: sqlite3.Connection) -> None:
     found = conn.execute(
         f"SELECT id, {columns} FROM tasks WHERE id > ? AND id <= ? AND ({has_at})", (after, upto)
     ).fetchall()
-    if found:  # the old text is zeroed, not left in a free part of a page
+    if found:  # the old text of a row is zeroed, not left in a free part of its page
         conn.execute("PRAGMA secure_delete = ON")
     for row_id, *values in found:
         for name, value in zip(_ADDRESS_COLUMNS, values, strict=True):
@@ -214,16 +253,10 @@ def _mask_chunk(conn: sqlite3.Connection) -> None:
                     f"UPDATE tasks SET {name} = CAST(? AS TEXT) WHERE id = ?",
                     (masked.encode("utf-8", errors="surrogateescape"), row_id),
                 )
-    if last is not None:
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ADDRESSES_MASKED_UPTO, upto)
-        )
-        return
-    conn.execute("DELETE FROM meta WHERE key = ?", (ADDRESSES_MASKED_UPTO,))
     conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-        (ADDRESSES_MASKED_SINCE, time.time()),
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ADDRESSES_MASKED_UPTO, upto)
     )
+    return last is None
 
 
 #: MIGRATIONS[n] upgrades a version-n file to version n+1 (inside one transaction)
@@ -261,9 +294,13 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
         if not tables:
             for statement in SCHEMA_V1:  # not executescript: it would COMMIT first
                 conn.execute(statement)
-            conn.executemany(
+            conn.executemany(  # a new file holds no address to mask (nor to rewrite)
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("application", APPLICATION), ("schema_version", "1")],
+                [
+                    ("application", APPLICATION),
+                    ("schema_version", "1"),
+                    (ADDRESSES_MASKED_SINCE, str(time.time())),
+                ],
             )
             tables = {"meta", "tasks"}
         _migrate_or_refuse(conn, tables, path)

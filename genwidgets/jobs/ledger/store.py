@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..._config import home
+from ..._config import hide_userinfo, home, normal_base_url
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
 from .file import MASKING, LedgerFile, Undecodable, raise_if_damaged
@@ -44,7 +44,7 @@ from .rows import (
 from .writer import Note, WriteQueue
 from .writes import LedgerWrites
 
-__all__ = ["LEDGER_FILE_NAME", "Ledger"]
+__all__ = ["LEDGER_FILE_NAME", "Ledger", "may_still_run"]
 
 LEDGER_FILE_NAME = "ledger.sqlite3"
 #: how long ``Ledger()`` waits for the file to open (a free file opens in milliseconds;
@@ -56,6 +56,13 @@ AFTER_A_WAIT = 0.25
 #: how long a read made on the engine's loop waits for queued writes (a free file
 #: writes them in milliseconds; a busy one is not waited for at all)
 QUICK_FLUSH = 0.1
+
+
+def may_still_run(pid: int | None, host: str | None) -> bool:
+    """Whether the process that kept a note in the pending file may still run (and
+    record it at its next write): one of this host is known dead by its pid (it writes
+    nothing more: the next open records its notes); another host's cannot be told."""
+    return host != HOST or pid is None or pid_alive(pid)
 
 
 def _has_json_sql() -> bool:
@@ -391,16 +398,15 @@ class Ledger:
 
     def _gateway_of(self, note: Note) -> str | None:
         """The gateway of a handle note: its intent's note's, else its row's on disk
-        (None when neither can be read: the note is listed, not hidden)."""
-        if "gateway" in note:
-            return str(note["gateway"])
-        row = note.get("row")
-        if not isinstance(row, int) or row <= 0:
-            return None
-        with contextlib.suppress(LedgerError):
-            found = self._file.read("SELECT gateway FROM tasks WHERE id = ?", (row,))
-            return str(found[0][0]) if found else None
-        return None
+        (None when neither can be read: the note is listed, not hidden), named as the
+        ledger files it once recorded: masked and made normal, however an older version
+        spelt it (review-14: ``http://alice:s3cret@h``, ``HTTP://alice:***@h/``)."""
+        named, row = note.get("gateway"), note.get("row")
+        if named is None and isinstance(row, int) and row > 0:
+            with contextlib.suppress(LedgerError):
+                found = self._file.read("SELECT gateway FROM tasks WHERE id = ?", (row,))
+                named = found[0][0] if found else None
+        return None if named is None else normal_base_url(hide_userinfo(str(named)))
 
     def _say_behind(self, gateway: str | None) -> None:
         """``rows`` read while this process's writes still wait (a lock held elsewhere,
@@ -418,14 +424,18 @@ class Ledger:
             f"{self.pending} write(s) still waiting in this process (written, in order, once "
             "it can be; a client's history() adds its own jobs of this session)."
         )
-        waiting = [
-            f"{endpoint} {request_id}" for endpoint, request_id, *_ in self.left_pending(gateway)
-        ]
+        held = self.left_pending(gateway)
+        waiting = [f"{endpoint} {request_id}" for endpoint, request_id, *_ in held]
         if waiting:
+            holders = (
+                "another process keeps in {} (it may still be running: it records them at "
+                "its next write, or the next open does)"
+                if any(may_still_run(pid, host) for *_, pid, host in held)
+                else "a process that has ended left in {} (the next open records them)"
+            )
             message += (
-                f" {len(waiting)} created task(s) another process keeps in "
-                f"{self._file.pending_path} (it may still be running: it records them at "
-                "its next write, or the next open does) are not there yet either "
+                f" {len(waiting)} created task(s) "
+                f"{holders.format(self._file.pending_path)} are not there yet either "
                 "(endpoint request_id): "
                 f"{', '.join(waiting[:20])}{' ...' if len(waiting) > 20 else ''}; follow "
                 "one with client.job(endpoint, request_id)."

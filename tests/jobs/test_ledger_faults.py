@@ -330,6 +330,18 @@ def test_writes_a_read_only_ledger_refuses_are_kept_and_written_once_it_can_be(
         assert [r.request_id for r in later.rows()] == ["after", "paid"]
 
 
+def _descriptors_on(path: Path) -> int:
+    """This process's open descriptors on ``path`` (0 where /proc is missing)."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return 0
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd) == str(path)
+    return count
+
+
 def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
     tmp_path: Path,
 ) -> None:
@@ -349,6 +361,12 @@ def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
             assert led.query("SELECT n FROM extra") == [(0,)]  # opened, read-only
             with pytest.raises(LedgerError, match="readonly"), led.transaction() as conn:
                 conn.execute("UPDATE extra SET n = n + 1")
+            opened = _descriptors_on(path)
+            for _ in range(20):  # refused again and again while it stays read-only
+                with pytest.raises(LedgerError, match="readonly"), led.transaction() as conn:
+                    conn.execute("UPDATE extra SET n = n + 1")
+            # each refusal reopened the connection, and SQLite kept the old descriptor
+            assert _descriptors_on(path) == opened
     finally:
         undo()
     try:  # writable again: written, in this process

@@ -284,6 +284,8 @@ class LedgerFile:
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
         self._reopen_reads = False
+        #: a write was refused as read-only: reopened once the file may be written
+        self._refused_read_only = False
         self._abandoned: list[sqlite3.Connection] = []
         #: the journal mode the writer's connection got (``wal`` where SQLite allows)
         self.journal_mode = ""
@@ -432,8 +434,12 @@ class LedgerFile:
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file). A
         file SQLite could only open read-only stays so on that connection: refused as
-        read-only, the next read or write opens a new one, which writes once it can."""
+        read-only, the first write once the file may be written (``os.access``) opens a
+        new one. Not at each refusal: SQLite defers the close of a file another
+        connection of this process locks, so each reopen kept a descriptor."""
         with self._lock:
+            if self._refused_read_only and os.access(self.path, os.W_OK):
+                self._refused_read_only, self._reopen_reads = False, True
             try:
                 with immediate(self._connection()) as conn:
                     yield conn
@@ -441,7 +447,7 @@ class LedgerFile:
                 if damage(exc):
                     on_damage()
                 elif read_only(exc):
-                    self._reopen_reads = True
+                    self._refused_read_only = True
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
 
     def close(self) -> None:

@@ -416,6 +416,38 @@ def test_a_cancel_not_sent_for_want_of_contact_asks_a_status_ahead_of_the_queue(
                 future.cancel()
 
 
+def test_cancels_failing_for_want_of_contact_ask_one_status_each_not_two(
+    fake: FakeGateway,
+) -> None:
+    """Cancel clicked again and again in an outage: each failed cancel asks one urgent
+    status at most (none while one is pending) and does not also wake the job's poll,
+    which doubled the requests of every click."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}]
+    patient = dataclasses.replace(
+        FAST_POLICY, failure_limit=10_000, first=30.0, late_cap=30.0, knee=30.0
+    )
+    with gw.Client(
+        BASE, KEY, transport=fake.transport(), poll_policy=patient, max_retries=0
+    ) as client:
+        job = submit(client)
+        wait_for(lambda: job.last_status is not None, "a status")
+        for op in ("status", "response", "cancel"):
+            fake.faults[op].extend([error(503, {"detail": "down"})] * 10_000)
+        gets_before = fake.count("status") + fake.count("response")
+
+        async def settle() -> None:  # the loopback answers at once: a few turns of the loop
+            for _ in range(50):
+                await asyncio.sleep(0)
+
+        for sent in range(1, 11):
+            job.request_cancel()
+            wait_for(lambda: fake.count("cancel") >= sent, "a cancel sent")
+            wait_for(lambda: job._asked_now is not None and job._asked_now.done(), "a status")
+            get_engine().submit(settle()).result(timeout=30)
+        gets = fake.count("status") + fake.count("response") - gets_before
+        assert 1 <= gets <= fake.count("cancel")
+
+
 @pytest.mark.slow
 def test_occasional_poll_failures_are_absorbed(client: gw.Client, fake: FakeGateway) -> None:
     fake.next_statuses = [{"status": "IN_PROGRESS"}] * 4 + [{"status": "COMPLETED"}]

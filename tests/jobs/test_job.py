@@ -441,7 +441,7 @@ def test_cancels_failing_for_want_of_contact_ask_one_status_each_not_two(
 
         for sent in range(1, 11):
             job.request_cancel()
-            wait_for(lambda: fake.count("cancel") >= sent, "a cancel sent")
+            wait_for(lambda sent=sent: fake.count("cancel") >= sent, "a cancel sent")
             wait_for(lambda: job._asked_now is not None and job._asked_now.done(), "a status")
             get_engine().submit(settle()).result(timeout=30)
         gets = fake.count("status") + fake.count("response") - gets_before

@@ -829,8 +829,11 @@ class Batch:
                 with self.lock:
                     self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
                 continue
-            with self.lock:  # a task followed again keeps its deadline (attach)
-                self.attach(row, job, created_at=job.submitted_at)
+            # a task followed again keeps its deadline (attach); one restored from the
+            # store counts it from its reservation: a job asked for by its id says "now"
+            made = row.reserved_at if row.reserved_at is not None else job.submitted_at
+            with self.lock:
+                self.attach(row, job, created_at=made)
                 row.follow_at = None
                 if row.state not in (LEFT, CREATED):
                     self.update(row, CREATED)

@@ -857,16 +857,27 @@ class Batch:
     def reread_elsewhere(self) -> None:
         """Rows another process holds, shown again as the store has them now: that process
         may have ended them since, and a manifest written from the view this one had at its
-        start said them ``unknown`` after they were done there."""
+        start said them ``unknown`` after they were done there. A row that process ended
+        and left, the process having ended too, is this one's again (as a resume takes it):
+        ``retry_failed()`` may send it."""
         with self.lock:
             held = [r for r in self.rows if r.elsewhere]
         if not held:
             return
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner}
         with self.lock:
             for row in held:
-                if row.elsewhere:  # not taken back here meanwhile
-                    self.show_as_stored(row, stored.get(row.index))
+                if not row.elsewhere:  # taken back here meanwhile
+                    continue
+                record = stored.get(row.index)
+                if record is not None and record.state in ENDED and record.owner not in others:
+                    row.elsewhere = False
+                    self.as_stored(row, record)
+                    row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                else:
+                    self.show_as_stored(row, record)
 
     def as_stored(self, row: BatchRow, record: RowRecord) -> None:
         """A row as its record says: state, request id, error, files (in its run's folder;
@@ -1052,7 +1063,9 @@ class Batch:
         returns how many. Only rows this process holds (none another live process held
         at its start) whose stored state is still ``failed``: one another live process
         took and retried since is shown as the store has it, never sent from here (two
-        copies of one batch pay once; the store's ``settle`` guards it too)."""
+        copies of one batch pay once; the store's ``settle`` guards it too), and those it
+        held and failed once it has ended."""
+        self.reread_elsewhere()  # a process that has ended holds nothing
         with self.lock:
             mine = [r for r in self.rows if r.state == FAILED and not r.elsewhere]
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in mine])}

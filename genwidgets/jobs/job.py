@@ -466,6 +466,7 @@ class Job:
         gate as every request (only a cancel's first try may pass it closed)."""
         self.cancel_requested = True
         self._notify()
+        asking_now = False  # an urgent status says at once: no wake of the poll as well
         try:
             await self._gateway.cancel(self._handle, urgent=not resend)
         except CANCEL_KEPT as exc:  # not delivered: kept, and sent again
@@ -473,7 +474,9 @@ class Job:
             self._notify()
             self._resend_later()
             if not resend and isinstance(exc, (ServerError, Unreachable)):
-                self._asked_now = asyncio.ensure_future(self._ask_now())
+                asking_now = True
+                if self._asked_now is None or self._asked_now.done():  # one at a time
+                    self._asked_now = asyncio.ensure_future(self._ask_now())
             raise
         except GatewayError as exc:
             # Already finished on the gateway (a kept cancel taken after all, its answer
@@ -488,7 +491,7 @@ class Job:
         else:
             self._cancel_taken()
         finally:
-            if self._wake is not None:
+            if self._wake is not None and not asking_now:
                 self._wake.set()
 
     async def _ask_now(self) -> None:

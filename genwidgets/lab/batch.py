@@ -832,8 +832,11 @@ class Batch:
                 with self.lock:
                     self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
                 continue
-            with self.lock:  # a task followed again keeps its deadline (attach)
-                self.attach(row, job, created_at=job.submitted_at)
+            # a task followed again keeps its deadline (attach); one restored from the
+            # store counts it from its reservation: a job asked for by its id says "now"
+            made = row.reserved_at if row.reserved_at is not None else job.submitted_at
+            with self.lock:
+                self.attach(row, job, created_at=made)
                 row.follow_at = None
                 if row.state not in (LEFT, CREATED):
                     self.update(row, CREATED)
@@ -857,16 +860,27 @@ class Batch:
     def reread_elsewhere(self) -> None:
         """Rows another process holds, shown again as the store has them now: that process
         may have ended them since, and a manifest written from the view this one had at its
-        start said them ``unknown`` after they were done there."""
+        start said them ``unknown`` after they were done there. A row that process ended
+        and left, the process having ended too, is this one's again (as a resume takes it):
+        ``retry_failed()`` may send it."""
         with self.lock:
             held = [r for r in self.rows if r.elsewhere]
         if not held:
             return
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner}
         with self.lock:
             for row in held:
-                if row.elsewhere:  # not taken back here meanwhile
-                    self.show_as_stored(row, stored.get(row.index))
+                if not row.elsewhere:  # taken back here meanwhile
+                    continue
+                record = stored.get(row.index)
+                if record is not None and record.state in ENDED and record.owner not in others:
+                    row.elsewhere = False
+                    self.as_stored(row, record)
+                    row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                else:
+                    self.show_as_stored(row, record)
 
     def reread_stale(self, refused: Sequence[RowUpdate]) -> None:
         """Rows whose changes the store refused for a later attempt (another process
@@ -1073,7 +1087,9 @@ class Batch:
         returns how many. Only rows this process holds (none another live process held
         at its start) whose stored state is still ``failed``: one another live process
         took and retried since is shown as the store has it, never sent from here (two
-        copies of one batch pay once; the store's ``settle`` guards it too)."""
+        copies of one batch pay once; the store's ``settle`` guards it too), and those it
+        held and failed once it has ended."""
+        self.reread_elsewhere()  # a process that has ended holds nothing
         with self.lock:
             mine = [r for r in self.rows if r.state == FAILED and not r.elsewhere]
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in mine])}

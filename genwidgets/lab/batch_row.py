@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._config import shown_path
-from .batch_store import CREATED, DONE, ENDED, LEFT, PENDING, UNKNOWN, WAITING
+from .batch_store import CREATED, DONE, ENDED, FAILED, LEFT, PENDING, UNKNOWN, WAITING
 
 if TYPE_CHECKING:
     from .._protocols import JobLike
@@ -52,6 +52,11 @@ NEXT = {
 NEXT_ELSEWHERE = (
     "another process is sending it: running the batch again after that process ends "
     "settles it (its task re-attached, or sent if it never left)"
+)
+#: ... and one that failed there: that process may retry it
+NEXT_HELD_FAILED = (
+    "held by another process, which may retry it: batch.retry_failed() takes it here once "
+    "that process has ended"
 )
 
 
@@ -118,6 +123,8 @@ class BatchRow:
         if self.follow_at is not None:
             return "followed again with backoff until its deadline, then listed unknown"
         if self.elsewhere:  # held there, or ended there (that process may retry it)
+            if self.state == FAILED:
+                return NEXT_HELD_FAILED
             return "" if self.state == DONE else NEXT_ELSEWHERE
         if self.state == UNKNOWN and self.request_id:
             return NEXT["contact lost"]

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_gateway import BASE, FAST_POLICY, FakeGateway, error, speed_up
+from loopback import LoopbackServer, OneTaskGateway
 
 import genwidgets as gw
 from genwidgets._client import lost_contact
@@ -414,6 +415,53 @@ def test_a_cancel_not_sent_for_want_of_contact_asks_a_status_ahead_of_the_queue(
         finally:
             for future in others:
                 future.cancel()
+
+
+class DownAfterCreate(OneTaskGateway):
+    """A task running on; once ``down`` every poll and cancel gets a 503. ``gets`` counts
+    the polls (status and result address) asked while down."""
+
+    down = False
+    gets = 0
+
+    def do_GET(self) -> None:
+        if not self.down:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+            return
+        type(self).gets += 1
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"detail": "upstream unavailable"}, code=503)
+
+
+def test_cancels_failing_for_want_of_contact_ask_one_status_each_not_two(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cancel clicked again and again in an outage: each failed cancel asks one urgent
+    status at most (none while one is pending) and does not also wake the job's poll,
+    which doubled the requests of every click."""
+    monkeypatch.setattr(DownAfterCreate, "down", False)
+    monkeypatch.setattr(DownAfterCreate, "gets", 0)
+    patient = gw.PollPolicy(failure_limit=10_000, first=30.0, late_cap=30.0, knee=30.0)
+    gateway = LoopbackServer(DownAfterCreate)
+    clicks = 10
+    try:
+        with gw.Client(gateway.base, KEY, max_retries=0, poll_policy=patient) as client:
+            job = submit(client)
+            wait_for(lambda: job.last_status is not None, "a status")
+            DownAfterCreate.down = True
+            for _ in range(clicks):
+                before = job.cancel_error
+                job.request_cancel()
+                wait_for(lambda b=before: job.cancel_error is not b, "a failed cancel")
+                wait_for(lambda: job._asked_now is not None and job._asked_now.done(), "a status")
+                wait_for(lambda: job.poll_error is not None, "a failed poll")
+            # one each, and a kept cancel sent again on its own wakes the poll: not two each
+            assert 1 <= DownAfterCreate.gets <= clicks * 3 // 2
+    finally:
+        gateway.close()
 
 
 @pytest.mark.slow

@@ -463,6 +463,43 @@ def test_a_copy_of_a_batch_never_retries_rows_the_other_process_held_and_retried
 
 
 @pytest.mark.slow
+def test_rows_failed_in_a_process_that_has_ended_are_retried_by_the_copy_still_running(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy opened while another process held the rows: while that process lives its
+    failed rows are "held by another process" (not being sent); once it has ended they
+    are anyone's, and the copy's ``retry_failed()`` sends them. Before, they stayed held
+    for the rest of the copy's life."""
+    configure(sim, fail_rate=1.0)
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "ended"}
+    reserved, go_on = _held_sends(clients[0], monkeypatch)
+    try:
+        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+        assert reserved.wait(60)
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+        second.wait(timeout=120, progress="none")
+        go_on.set()
+        first.wait(timeout=120, progress="none")
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["failed"] * 3
+        assert all(r.next_step.startswith("held by another process") for r in second.rows)
+        clients[0].close()  # the first process ends
+        configure(sim, fail_rate=0.0)
+        assert second.retry_failed() == 3
+        second.wait(timeout=120, progress="none")
+        assert [r.status for r in second.rows] == ["done"] * 3
+    finally:
+        go_on.set()
+        for c in clients:
+            c.close()
+    assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done
+
+
+@pytest.mark.slow
 def test_a_row_past_its_deadline_is_cancelled_or_left(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path
 ) -> None:
@@ -945,7 +982,7 @@ def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_c
                 T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
             ).wait(timeout=60, progress="none")
             [row] = batch.rows
-            assert row.status == "unknown" and "past its timeout" in (row.error or "")
+            assert row.status == "unknown" and "its cancel failed" in (row.error or "")
             assert row.cancel_asked_at is not None  # its deadline's cancel was asked
             old = row.job
             assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up

@@ -352,6 +352,34 @@ def test_a_row_whose_answer_reached_only_the_manifest_is_re_attached_with_its_fi
 
 
 @pytest.mark.slow
+def test_a_rerun_cancels_a_task_already_past_its_timeout_at_once(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """A row whose task ran past its ``timeout`` before the process ended: the re-run
+    counts the deadline from the stored reservation, not from when it follows the task
+    again (a job asked for by its id says "now"), so the task is cancelled at once
+    instead of billing a whole new ``timeout``."""
+    sim = make_simulator(speed=0.1)  # a task of about forty seconds
+    with gw.Client(sim.base_url, KEY) as first:
+        batch = open_batch(T2I, ROWS[:1], TEMPLATE, out=tmp_path / "o", client=first, id="late")
+        [row] = reserve(batch, range(1))
+        [job] = first.send_many([row.planned.prepared], tags=[batch.tag(row)])
+        batch.store.settle("late", [RowUpdate(0, "created", str(job.request_id))])
+        batch.manifest.close()
+        ledger = first.ledger
+        assert ledger is not None
+        ledger.flush()
+        with contextlib.closing(sqlite3.connect(ledger.path)) as conn, conn:
+            conn.execute("UPDATE batch_rows SET reserved_at = reserved_at - 600")  # 10 min ago
+    with gw.Client(sim.base_url, KEY) as second:
+        again = gw.batch(T2I, ROWS[:1], TEMPLATE, client=second, id="late", timeout=300)
+        again.wait(timeout=120, progress="none")
+    assert again.rows[0].status == "timed out"
+    assert again.rows[0].request_id == str(job.request_id)
+    assert created(sim) == 1
+
+
+@pytest.mark.slow
 def test_a_retried_row_is_not_re_attached_to_its_earlier_attempts_task(
     home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
 ) -> None:

@@ -214,6 +214,8 @@ class Batch:
         self.stopped: str | None = None
         #: the last trouble of a background thread (recorded, shown, never fatal)
         self.problem: str | None = None
+        #: the problem is the store's (a write refused): a flush that writes clears it
+        self._store_problem = False
         self.cancelled = False
         self._pending: list[RowUpdate] = []
         #: held across taking the queued row changes and writing them, so a flush
@@ -314,6 +316,9 @@ class Batch:
                 raise
             if stale:
                 self.reread_stale(stale)
+            with self.lock:
+                if self._store_problem:  # written now: the store's trouble is over
+                    self.problem, self._store_problem, self.dirty = None, False, True
 
     def flush_when_it_can(self) -> None:
         """Flush while a stored run is re-opened: a store that cannot be written now (a
@@ -332,6 +337,7 @@ class Batch:
                     stacklevel=4,
                 )
             self.problem, self.dirty = f"store not written: {exc}", True
+            self._store_problem = True
 
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now (a row another
@@ -860,8 +866,8 @@ class Batch:
     def reread_elsewhere(self) -> None:
         """Rows another process holds, shown again as the store has them now: that process
         may have ended them since, and a manifest written from the view this one had at its
-        start said them ``unknown`` after they were done there. A row that process ended
-        and left, the process having ended too, is this one's again (as a resume takes it):
+        start said them ``unknown`` after they were done there. A row that process failed,
+        the process having ended too, is this one's again (as a resume takes it):
         ``retry_failed()`` may send it."""
         with self.lock:
             held = [r for r in self.rows if r.elsewhere]
@@ -875,7 +881,9 @@ class Batch:
                 if not row.elsewhere:  # taken back here meanwhile
                     continue
                 record = stored.get(row.index)
-                if record is not None and record.state in ENDED and record.owner not in others:
+                # failed there, that process ended: this one's to retry (a row done there
+                # stays shown as stored: a grid follows its task for its outputs)
+                if record is not None and record.state == FAILED and record.owner not in others:
                     row.elsewhere = False
                     self.as_stored(row, record)
                     row.attempt, row.reserved_at = record.attempt, record.reserved_at
@@ -1101,6 +1109,10 @@ class Batch:
                 record = stored.get(row.index)
                 if record is None or record.state == FAILED:
                     if row.state == FAILED and not row.elsewhere:  # not changed meanwhile
+                        if record is not None:  # its retry is learnt at the stored
+                            # attempt: a process since ended may have retried it (and it
+                            # failed again), and settle refuses a change of an older one
+                            row.attempt, row.reserved_at = record.attempt, record.reserved_at
                         failed.append(row)
                 elif record.owner in others:
                     self.show_as_stored(row, record)
@@ -1240,6 +1252,7 @@ class Batch:
         if text != self.problem:
             log.warning("genwidgets: %s %s: %s", self.noun, self.id, text)
         self.problem = text
+        self._store_problem = isinstance(exc, LedgerError)  # cleared by the next flush
         self.dirty = True
 
     def _final_write(self) -> None:

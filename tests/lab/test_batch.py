@@ -499,6 +499,68 @@ def test_rows_failed_in_a_process_that_has_ended_are_retried_by_the_copy_still_r
     assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done
 
 
+def test_a_row_another_process_retried_and_failed_again_is_retried_here(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy holds a failed row learnt at attempt 1; another process (since ended) retried
+    it and it failed again (attempt 2). The copy's ``retry_failed()`` sends it: it was
+    queued at attempt 1, refused by the store as stale, and the row then read as held
+    elsewhere, sent by no one (review-19 fault 1)."""
+    configure(sim, fail_rate=1.0)
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "again"}
+    with gw.Client(sim.base_url, KEY, ledger=Ledger(path)) as first:
+        open_and_send(T2I, prompts(1), TEMPLATE, client=first, **kwargs).wait(
+            timeout=120, progress="none"
+        )
+    keeping = gw.Client(sim.base_url, KEY, ledger=Ledger(path))
+    try:
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        copy = open_and_send(T2I, prompts(1), TEMPLATE, client=keeping, **kwargs)
+        copy.wait(timeout=120, progress="none")
+        assert [r.status for r in copy.rows] == ["failed"]
+        monkeypatch.setattr(lab_store, "_stores", {})
+        with gw.Client(sim.base_url, KEY, ledger=Ledger(path)) as other:
+            retried = open_and_send(T2I, prompts(1), TEMPLATE, client=other, **kwargs)
+            retried.wait(timeout=120, progress="none")
+            assert retried.retry_failed() == 1
+            retried.wait(timeout=120, progress="none")
+            assert [r.status for r in retried.rows] == ["failed"]  # at attempt 2
+        configure(sim, fail_rate=0.0)
+        assert copy.retry_failed() == 1
+        copy.wait(timeout=120, progress="none")
+        assert [r.status for r in copy.rows] == ["done"]
+    finally:
+        keeping.close()
+    assert sim_stats(sim)["created"] == 3  # failed, failed again, done
+
+
+def test_a_store_write_that_succeeds_again_clears_the_stores_problem(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-opened run whose store could not be written showed "store not written: ...
+    readonly database" as its trouble for ever, though its changes were written once
+    the home could be again (review-19 fault 3)."""
+    with gw.Client(sim.base_url, KEY) as client:
+        run = open_and_send(T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "o")
+        run.wait(timeout=120, progress="none")
+        settle = run.store.settle
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise gw.LedgerError("cannot write the ledger: attempt to write a readonly database")
+
+        monkeypatch.setattr(run.store, "settle", refused)
+        with run.lock:
+            run.update(run.rows[0], run.rows[0].state)
+        with pytest.warns(gw.LedgerWarning, match="cannot be written now"):
+            run.flush_when_it_can()
+        assert run.problem is not None and "readonly" in run.problem
+        monkeypatch.setattr(run.store, "settle", settle)  # the home is writable again
+        run.flush()
+        assert run.problem is None
+
+
 @pytest.mark.slow
 def test_a_row_past_its_deadline_is_cancelled_or_left(
     make_simulator: Callable[..., SimulatorServer], home: Path, tmp_path: Path

@@ -550,8 +550,23 @@ class Job:
                 return
 
     async def _fetch_result(self, status: Status) -> Result | None:
+        """The result of a task whose ``status`` ended it. A 404 "Request not found" of
+        the result after a status that did not say failed (results purged, a replica
+        that lost them) is no end of the task: the gateway said it was done, and it is
+        paid. It is a failed contact (``ServerError``), asked again up to the failure
+        limit, then the job's end as contact lost: never "gone", never created again."""
         try:
             result = await self._gateway.result(self._handle, source=self._output_source)
+        except RequestNotFound as exc:
+            if not is_failure(status.status):
+                raise ServerError(
+                    f"the gateway said {status.status}, but its result address answers "
+                    f"{exc.message!r}: the task ended and bills; its result was not read",
+                    status_code=exc.status_code,
+                    endpoint=self.endpoint,
+                    request_id=self.request_id,
+                ) from exc
+            result = None
         except GatewayError:
             if not is_failure(status.status):
                 raise

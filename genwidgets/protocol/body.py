@@ -342,6 +342,9 @@ class Answer:
     url: httpx.URL | None = None
     content: bytes = b""
     refused: str | None = None
+    #: the method of the request this answers: a create's POST that a 301/302/303 turned
+    #: into a GET is answered by that GET (``Gateway.create`` reads it)
+    method: str | None = None
     _parsed: list[Any] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -349,13 +352,14 @@ class Answer:
         """The answer of a response already read whole (one built by hand, a test's)."""
         try:
             url: httpx.URL | None = response.request.url
+            method: str | None = response.request.method
         except RuntimeError:  # a Response built by hand has no request
-            url = None
+            url, method = None, None
         content, refused = response.content, None
         if len(content) > max_bytes:
             content, refused = b"", str(_too_large(len(content), max_bytes, "received"))
         return cls(response.status_code, response.headers, response.reason_phrase, url, content,
-                   refused)  # fmt: skip
+                   refused, method)  # fmt: skip
 
     def json(self) -> Any:
         """The body as JSON (depth-checked, redacted), or None when it is not readable."""
@@ -423,7 +427,11 @@ async def read_answer(
     undecodable is an answer with ``refused`` set (its status still counts); only a
     transport failure or the deadline (:class:`_TooSlow`) raises."""
     answer = Answer(
-        response.status_code, response.headers, response.reason_phrase, response.request.url
+        response.status_code,
+        response.headers,
+        response.reason_phrase,
+        response.request.url,
+        method=response.request.method,
     )
     try:
         answer.content = await read_capped(response, max_bytes, watch)

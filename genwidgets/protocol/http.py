@@ -269,6 +269,21 @@ def says_task_unknown(answer: Answer) -> bool:
     )
 
 
+def _redirected_create(answer: Answer, endpoint: str) -> OutcomeUnknown:
+    """A create answered by a 301/302/303 (POST-redirect-GET: "made, see there"), whose
+    GET then answered an error (a result address's 400 "still in progress", a 405): the
+    error answers the GET, never the create, and the redirect is the best sign that a
+    task exists. Outcome unknown: never "not created", never sent again."""
+    said = error_from_response(answer, endpoint=endpoint).message
+    return OutcomeUnknown(
+        "the create request was answered by a redirect, and the address it named answered "
+        f"HTTP {answer.status_code} ({said}); a task may exist and is not retried to "
+        "avoid a duplicate. Check client.history() before submitting again.",
+        endpoint=endpoint,
+        status_code=answer.status_code,
+    )
+
+
 def is_refusal(answer: Answer) -> bool:
     """An error answer: a status of 400 or more, or a body in the spec's gateway error
     shape (an ``error`` object with a string ``code``, no task ``status`` and no task
@@ -600,6 +615,8 @@ class Gateway:
             else:
                 if not is_refusal(answer):
                     return self._handle(endpoint, answer)
+                if answer.method not in (None, "POST"):
+                    raise _redirected_create(answer, endpoint)
                 error = error_from_response(answer, endpoint=endpoint)
                 if isinstance(error, ServerError):  # a 5xx may follow a task made
                     raise OutcomeUnknown(

@@ -41,6 +41,7 @@ __all__ = [
     "aiter_capped",
     "gathered",
     "iter_capped",
+    "outlasted",
     "read_answer",
     "read_capped",
     "redact_json",
@@ -70,6 +71,11 @@ class _BodyRefused(httpx.TransportError):
 
 class _TooSlow(_BodyRefused):
     """The exchange outlasted its total deadline (see :class:`Deadline`)."""
+
+
+def outlasted(exc: BaseException) -> bool:
+    """Whether ``exc`` is an exchange that outlasted its deadline (:class:`_TooSlow`)."""
+    return isinstance(exc, _TooSlow)
 
 
 @dataclass(frozen=True)

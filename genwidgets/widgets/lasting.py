@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
-from .._formats import decode_data_url, human_bytes, json_nested_deeper
+from .._formats import decode_data_url, human_bytes, json_nested_deeper, terminal_text
 from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
@@ -99,9 +99,11 @@ def media_choice(media: str | None = None) -> str:
 
 
 def file_name(output: Output) -> str:
+    """The gateway's ``file_name`` of an output, inert (an escape sequence in it is shown,
+    never run by a console), or ``output N``."""
     name = output.raw.get("file_name")
     if isinstance(name, str) and name.strip():
-        return name.strip()
+        return terminal_text(name.strip())
     return f"output {output.index}"
 
 
@@ -438,5 +440,5 @@ def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
     for output in outputs:
         local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")
-        lines.append(f"{output.content_type} {file_name(output)} {where}".rstrip())
+        lines.append(terminal_text(f"{output.content_type} {file_name(output)} {where}".rstrip()))
     return "\n".join(lines) or "no outputs"

@@ -375,7 +375,7 @@ class Gateway:
         sent = _headers(Secret.wrap(api_key), headers)
         #: the class of the gateway's address, learnt by either client: a name rebound
         #: between a create and a poll is refused by both
-        address = GatewayAddress()
+        self.address = address = GatewayAddress()
         self._http = http_client(
             headers=sent,
             timeout=timeout,

@@ -18,6 +18,7 @@ from typing import TypeVar
 from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes, json_nested_deeper, terminal_text
 from .._html import SAFE_DATA_MIME, safe_mime, url_kind
+from ..jobs.downloads import MAX_OUTPUTS
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.body import MAX_DEPTH
@@ -30,6 +31,7 @@ from .markup import Html, table_html
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
+    "FACE_OUTPUTS",
     "FACE_READS",
     "FACE_READ_SECONDS",
     "MEDIA_KINDS",
@@ -41,6 +43,8 @@ __all__ = [
     "error_banner",
     "file_name",
     "in_hand",
+    "left_out_html",
+    "left_out_words",
     "local_file",
     "local_size",
     "media_choice",
@@ -65,6 +69,10 @@ AUDIO_LIMIT = 4 * 1024 * 1024
 #: bytes), so with its poster and markup a video weighs under 300 KB in the saved
 #: notebook (benchmarks/notebook_weight.py measures it).
 VIDEO_BUDGET = 200_000
+#: The outputs of one result a face lays out (the lasting face, the console's, the task
+#: view's, ``gw.render``'s, a grid page's cell): as many as the client downloads of one
+#: result; the others are counted, never laid out (10,000 made a 4.8 MB notebook).
+FACE_OUTPUTS = MAX_OUTPUTS
 #: An image no thumbnail can be made of (a format Pillow does not read) is embedded
 #: as it is up to this.
 SMALL_IMAGE = 256 * 1024
@@ -393,6 +401,25 @@ def _listing(outputs: Sequence[Output]) -> Html:
 LISTED_LINES = 200
 
 
+def left_out_words(total: int, where: str = "result.outputs", of: str = "a result") -> str | None:
+    """What a face says of the outputs past :data:`FACE_OUTPUTS` of ``total`` (None when
+    there are none), and where they all are (``where``): every face's words."""
+    more = total - FACE_OUTPUTS
+    if more <= 0:
+        return None
+    return (
+        f"{more:,} more output{'s' if more != 1 else ''} not shown: at most {FACE_OUTPUTS} "
+        f"of {of} are (as many as the client downloads of one result); {where} lists "
+        f"all {total:,}"
+    )
+
+
+def left_out_html(total: int) -> Html | None:
+    """:func:`left_out_words` as a face's muted line."""
+    words = left_out_words(total)
+    return None if words is None else markup.div(words, MUTED_STYLE)
+
+
 def outputs_html(
     outputs: Sequence[Output],
     *,
@@ -403,7 +430,10 @@ def outputs_html(
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons. Text and
     JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:func:`within_text_budget`);
-    with ``fetch``, at most :data:`FACE_READS` of them read from a gateway."""
+    with ``fetch``, at most :data:`FACE_READS` of them read from a gateway; the first
+    :data:`FACE_OUTPUTS`, the others counted."""
+    more = left_out_html(len(outputs))
+    outputs = outputs[:FACE_OUTPUTS]
     media = media_choice(media)
     heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
     heads += [None] * (len(outputs) - len(heads))
@@ -414,7 +444,7 @@ def outputs_html(
     ]
     cells, listing = within_text_budget(drawn, lambda cell: cell[1])
     shown = markup.columns((markup.box(None, head, html) for head, html in cells), 260, 8)
-    return markup.join([shown, listing]) if listing else shown
+    return markup.join([shown, listing, more]) if listing or more else shown
 
 
 def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> Html:
@@ -437,8 +467,10 @@ def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
         look = look_of(None, result)  # "cancelled" is not "failed"; an error may be absent
         said = f"{look.word}: {look.error}" if look.error else look.word
         lines.append(said + (f" ({look.error_type})" if look.error_type else ""))
-    for output in outputs:
+    for output in outputs[:FACE_OUTPUTS]:
         local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")
         lines.append(terminal_text(f"{output.content_type} {file_name(output)} {where}".rstrip()))
+    more = left_out_words(len(outputs))
+    lines += [more] if more else []
     return "\n".join(lines) or "no outputs"

@@ -37,7 +37,13 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import plain_text, result_html, within_text_budget
+from .lasting import (
+    FACE_OUTPUTS,
+    left_out_html,
+    plain_text,
+    result_html,
+    within_text_budget,
+)
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
@@ -77,10 +83,12 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     if result is None:
         return []
     # within the text budget: the saved widget state keeps these too
-    drawn = ((output, live_entry(output, poster=posters)) for output in result.outputs)
+    shown = result.outputs[:FACE_OUTPUTS]  # the others counted
+    drawn = ((output, live_entry(output, poster=posters)) for output in shown)
     entries, listing = within_text_budget(drawn, lambda entry: entry["html"])
-    if listing is not None:
-        entries.append({"kind": "listed", "html": listing, "caption": ""})
+    for block in (listing, left_out_html(len(result.outputs))):
+        if block is not None:
+            entries.append({"kind": "listed", "html": block, "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries

@@ -948,7 +948,9 @@ def test_a_result_of_many_texts_keeps_a_budget_in_both_faces_and_lists_the_rest(
         assert "result.outputs[i].text()" in face and "t1299.txt" not in face
     assert "line 0 line 0" in lasting and re.search(r"\[\d+\] t\d+\.txt · text/plain", lasting)
     assert view.outputs[0]["html"] and view.outputs[-1]["kind"] == "listed"
-    assert "more text outputs are not shown" in view.outputs[-1]["html"]
+    listed = [entry["html"] for entry in view.outputs if entry["kind"] == "listed"]
+    assert "more text outputs are not shown" in listed[0]
+    assert "1,140 more outputs not shown" in listed[1]  # past FACE_OUTPUTS: counted
 
 
 def test_the_lasting_face_says_what_a_running_task_is_doing(recorder: DisplayRecorder) -> None:

@@ -39,6 +39,7 @@ from ..protocol.body import (
     Deadline,
     Stopwatch,
     aiter_capped,
+    failure_words,
     iter_capped,
     outlasted,
     within,
@@ -396,16 +397,18 @@ def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int 
 class _Tries:
     """The tries of one download: a transient failure is tried again while tries
     (:data:`DOWNLOAD_TRIES`) and the download's one deadline of ``timeout`` seconds
-    last; each try gets what is left of it."""
+    last; each try gets what is left of it, and its words say ``said`` (the timeout as
+    set: what is left of it differs per output, and alike failures were never grouped)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, said: float | None = None) -> None:
         self.timeout = timeout
+        self.said = timeout if said is None else said
         self.started = time.monotonic()
         self.made = 0
 
     def deadline(self) -> Deadline:
         self.made += 1
-        return Deadline(self.timeout - (time.monotonic() - self.started))
+        return Deadline(self.timeout - (time.monotonic() - self.started), said=self.said)
 
     def wait_after(self, exc: BaseException) -> float:
         """The seconds to wait before the next try after ``exc``; raises when there is
@@ -429,9 +432,7 @@ def _label(item: _Item) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, _Failure):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return str(exc) if isinstance(exc, _Failure) else failure_words(exc)
 
 
 #: a failure of one output, said and recorded, the others fetched all the same: a URL a
@@ -625,7 +626,7 @@ def download_outputs(
     with blocking_client(timeout=timeout) as http:
         return batch.save_each(
             lambda item, url: _stream(
-                http, item, url, batch.cap(), batch.time_for(seconds(timeout))
+                http, item, url, batch.cap(), batch.time_for(seconds(timeout)), seconds(timeout)
             )
         )
 
@@ -675,13 +676,17 @@ async def download_outputs_async(
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is not None:
-                await _stream_async(opener, item, url, batch.cap(), batch.time_for(timeout))
+                await _stream_async(
+                    opener, item, url, batch.cap(), batch.time_for(timeout), timeout
+                )
     return batch.finish()
 
 
-def _stream(http: httpx.Client, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+def _stream(
+    http: httpx.Client, item: _Item, url: str, cap: _Cap, timeout: float, said: float
+) -> None:
     """Download ``url`` into ``item``'s file, tried again by :class:`_Tries`."""
-    tries = _Tries(timeout)
+    tries = _Tries(timeout, said)
     while True:
         try:
             return _stream_once(http, item, url, cap, Stopwatch(tries.deadline()))
@@ -700,9 +705,11 @@ def _stream_once(http: httpx.Client, item: _Item, url: str, cap: _Cap, watch: St
             )
 
 
-async def _stream_async(opener: Opener, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+async def _stream_async(
+    opener: Opener, item: _Item, url: str, cap: _Cap, timeout: float, said: float
+) -> None:
     """:func:`_stream` on an event loop."""
-    tries = _Tries(timeout)
+    tries = _Tries(timeout, said)
     while True:
         try:
             return await _stream_once_async(opener, item, url, cap, tries.deadline())

@@ -39,6 +39,7 @@ __all__ = [
     "Stopwatch",
     "Watch",
     "aiter_capped",
+    "failure_words",
     "gathered",
     "iter_capped",
     "outlasted",
@@ -78,20 +79,33 @@ def outlasted(exc: BaseException) -> bool:
     return isinstance(exc, _TooSlow)
 
 
+def failure_words(exc: BaseException) -> str:
+    """A failed exchange in words: an answer refused here (over a cap, past its deadline)
+    by its words alone, never the name of a private class; any other error by its
+    class and words (``ConnectError: ...``)."""
+    if isinstance(exc, _BodyRefused) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class Deadline:
     """How long one exchange may take: ``grace`` seconds, plus one second for every
-    ``min_rate`` bytes sent (``sent``) or received so far."""
+    ``min_rate`` bytes sent (``sent``) or received so far. ``said``: the seconds its
+    words give, when ``grace`` is what was left of a longer one (a download's later
+    try): alike failures say alike words, never a time left to the microsecond."""
 
     grace: float
     sent: int = 0
     min_rate: float = MIN_RATE
+    said: float | None = None
 
     def allowed(self, received: int) -> float:
         return self.grace + (self.sent + received) / self.min_rate
 
     def __str__(self) -> str:
-        return f"{self.grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
+        grace = self.grace if self.said is None else self.said
+        return f"{grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
 
 
 class Stopwatch:

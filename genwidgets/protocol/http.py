@@ -48,7 +48,7 @@ from ..errors import (
     Unreachable,
     WebhookNotSupported,
 )
-from .body import MAX_ANSWER_BYTES, Answer, Deadline, read_answer, within
+from .body import MAX_ANSWER_BYTES, Answer, Deadline, failure_words, read_answer, within
 from .fetch import (
     MAX_READ_BYTES,
     MAX_REDIRECTS,
@@ -599,7 +599,7 @@ class Gateway:
                 if not _nothing_sent(exc):
                     raise OutcomeUnknown(
                         "the create request was sent but no whole answer arrived "
-                        f"({type(exc).__name__}: {redact(str(exc)) or 'no detail'}); a task "
+                        f"({redact(failure_words(exc)) or 'no detail'}); a task "
                         "may exist and is not retried to avoid a duplicate. Check "
                         "client.history() before submitting again.",
                         endpoint=endpoint,
@@ -696,7 +696,7 @@ class Gateway:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
                 kind = Unreachable if _nothing_sent(exc) else ServerError
                 error = kind(
-                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc)) or 'no detail'}",
+                    f"{op} request failed: {redact(failure_words(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
                 )

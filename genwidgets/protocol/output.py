@@ -30,6 +30,7 @@ from .._config import redact, shown_path
 from .._formats import TERMINAL_CONTROLS, decode_data_url, extension_for, human_bytes, terminal_text
 from ..errors import DownloadError
 from ..media.files import sniff
+from .body import failure_words
 from .fetch import MAX_READ_BYTES
 from .hand_made import HAND_MADE
 from .values import MAX_CONTENT_TYPE, Reading, Text, resolve_output_url, str_or_none
@@ -324,7 +325,7 @@ class Output:
                 answer = exc.response
                 reason = f"HTTP {answer.status_code} {answer.reason_phrase}".rstrip()
             else:
-                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                reason = failure_words(exc)
             reason = redact(reason)
             raise DownloadError(
                 f"could not read output {self.index} ({self.content_type}) from "

@@ -684,3 +684,33 @@ def test_a_results_downloads_share_one_deadline(tmp_path: Path) -> None:
     assert hits["up.test"] == 3  # 0 s, 7 s, 14 s: each began within 2 x 10 s
     assert sorted(i for i, _ in raised.value.failures) == list(range(3, 8))
     assert leftovers(tmp_path / "req-1") == ["0.png", "1.png", "2.png"]
+
+
+def test_alike_failures_say_the_same_words_with_no_private_class_and_are_grouped(
+    tmp_path: Path,
+) -> None:
+    """Each output's failure named a private class (``_TooSlow``) and the deadline left
+    to the microsecond (``0.199996 s``), which differed per output: 160 alike failures
+    made 160 clauses, never grouped. They say the download's deadline as set, in words."""
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(60)  # never in time: the deadline cancels it
+        return httpx.Response(200)
+
+    outputs = [
+        {"url": f"https://{host}.test/0.png", "content_type": "image/png"} for host in "abc"
+    ]
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handle)) as http:
+            return await download_outputs_async(
+                result_of(outputs), client=http, root=tmp_path, timeout=0.2, clock=lambda: 0.0
+            )
+
+    with pytest.raises(DownloadError) as raised:
+        asyncio.run(run())
+    said = str(raised.value)
+    reasons = {reason for _, reason in raised.value.failures}
+    assert len(raised.value.failures) == 3 and len(reasons) == 1, reasons
+    assert "3 outputs, 0 to 2: no whole answer within the deadline (0.2 s," in said
+    assert "_TooSlow" not in said and "Slow" not in said

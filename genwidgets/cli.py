@@ -38,6 +38,7 @@ from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import (
+    GatewayError,
     GenwidgetsError,
     GenwidgetsWarning,
     LedgerError,
@@ -362,8 +363,8 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
     cancel sent unless it says the task has ended. A status that fails or never answers
     does not hold the cancel back: the task bills on meanwhile (the cancel was never
     sent). A cancel the gateway did not take (:func:`~.jobs.job.kept_cancel`) is said,
-    exit 1: this process ends, so the same command sends it again.
-    docs/decisions.md#batch-cli."""
+    exit 1: this process ends, so the same command sends it again. One it refused ("too
+    late" to a task running) is said refused, exit 1. docs/decisions.md#batch-cli."""
     rid = job.request_id
     try:
         now = job.status(retries=0)
@@ -378,6 +379,11 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         out = {"request_id": rid, "cancel": sent, "error": why}
         again = f"the task may still run: genwidgets cancel {rid} sends it again"
         return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
+    except GatewayError as exc:  # refused ("too late" to a task running, 403, 404...)
+        out = {"request_id": rid, "cancel": "refused", "error": str(exc)}
+        why = terminal_text(exc.detail or exc.message)
+        said = f"{rid}: cancel refused by the gateway: {why}; the task may still run (and bill)"
+        return say(args, out, said, EXIT_NOT_DONE)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
 
 

@@ -18,7 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import FileHost, JsonHandler, LoopbackServer, OneTaskGateway, files_gateway
+from loopback import (
+    CancelRefused,
+    FileHost,
+    JsonHandler,
+    LoopbackServer,
+    OneTaskGateway,
+    files_gateway,
+)
 
 import genwidgets
 from genwidgets import cli
@@ -960,6 +967,32 @@ def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said
         line = capsys.readouterr().out
         assert line.startswith("r1: cancel not sent: cannot reach the gateway")
         assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
+
+
+@pytest.mark.parametrize("answer", [400, 409])
+def test_a_cancel_the_gateway_refuses_of_a_running_task_is_said_refused(
+    answer: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 23, fault 1: the status said IN_PROGRESS, the cancel was answered 400 ("too
+    late": many gateways cancel only tasks not started), and the command said "cancel
+    asked", exit 0, while the task billed on."""
+    handler = type("Gateway", (CancelRefused,), {"cancels": 0, "answer": answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == 1
+        found = json_out(capsys)
+        assert (found["request_id"], found["cancel"]) == ("r1", "refused")
+        assert "cancel backend down" in found["error"]
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == 1
+        line = capsys.readouterr().out
+        assert line.startswith("r1: cancel refused by the gateway: ")
+        assert "the task may still run (and bill)" in line
+    finally:
+        gateway.close()
+    assert handler.cancels == 2
 
 
 class StatusSaysNoState(StatusDown):

@@ -249,6 +249,30 @@ def _report(batch: Batch) -> dict[str, Any]:
     }
 
 
+def _asked_on(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> TextIO | None:
+    """Where the confirmation question goes: a terminal, where the person who must answer
+    sees it. stdout, unless it holds the JSON or is redirected (``> log.txt``: the question
+    went into the file and the command waited for an answer nobody was asked); else
+    stderr; else none, and the command refuses as without a terminal (``--yes``)."""
+    if stdout.isatty() and not args.json:
+        return stdout
+    return stderr if stderr.isatty() else None
+
+
+def _say_plan(batch: Batch, embedded: bool, to_send: int, file: TextIO) -> None:
+    """The plan a confirmation is asked for: the batch, its folder, its rows and cost."""
+    print(f"batch {batch.id} → {shown_path(batch.out)}", file=file)
+    if embedded:  # a forgotten export must not look like the real gateway
+        print(
+            f"simulated: neither {ENV_BASE_URL} nor {ENV_API_KEY} is set, so the "
+            "embedded simulator answers and nothing is billed",
+            file=file,
+        )
+    print(batch.plan.summary(), file=file)
+    if to_send < len(batch.rows):
+        print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=file)
+
+
 def run_batch(
     args: argparse.Namespace,
     *,
@@ -299,28 +323,26 @@ def run_batch(
             return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc=exc, id=args.id)
         retried = len(batch.failed) if args.retry_failed else 0
         to_send = len(batch.waiting()) + retried
-        if not args.json:
-            print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
-            if client.embedded:  # a forgotten export must not look like the real gateway
-                print(
-                    f"simulated: neither {ENV_BASE_URL} nor {ENV_API_KEY} is set, so the "
-                    "embedded simulator answers and nothing is billed",
-                    file=stdout,
+        asking = bool(to_send) and not args.yes
+        asked = _asked_on(args, stdout, stderr) if asking and stdin.isatty() else None
+        # the plan goes to stdout, and where the question goes: the person confirming sees it
+        plan_to = [] if args.json else [stdout]
+        plan_to += [asked] if asked is not None and asked is not stdout else []
+        for stream in plan_to:
+            _say_plan(batch, client.embedded, to_send, stream)
+        if asking:
+            if asked is None:
+                where = (
+                    "neither stdout nor stderr is a terminal"
+                    if stdin.isatty()
+                    else "stdin is not a terminal"
                 )
-            print(batch.plan.summary(), file=stdout)
-            if to_send < len(batch.rows):
-                print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)
-        if to_send and not args.yes:
-            if not stdin.isatty():
                 return error(
-                    f"refused: {to_send} row(s) to send and stdin is not a terminal to "
-                    "confirm; pass --yes",
+                    f"refused: {to_send} row(s) to send and {where} to confirm; pass --yes",
                     EXIT_REFUSED,
                     id=batch.id,
                     to_send=to_send,
                 )
-            # with --json the question goes to stderr: stdout holds the one JSON object
-            asked = stderr if args.json else stdout
             print(f"Send {to_send} row(s)? [y/N]", end=" ", file=asked, flush=True)
             if stdin.readline().strip().lower() not in ("y", "yes"):
                 return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)

@@ -47,8 +47,14 @@ def rows_file(tmp_path: Path, count: int) -> Path:
     return path
 
 
-def run(args: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
+def run(
+    args: list[str], stdin: io.StringIO | None = None, *, redirected: bool = False
+) -> tuple[int, str, str]:
+    """The command; a ``Terminal`` stdin: typed at a terminal, which its stdout and stderr
+    are too (``redirected``: stdout is a file, ``> log.txt``)."""
+    at_a_terminal = isinstance(stdin, Terminal)
+    out = Terminal() if at_a_terminal and not redirected else io.StringIO()
+    err = Terminal() if at_a_terminal else io.StringIO()
     parsed = build_parser().parse_args(["batch", *args])
     code = run_batch(parsed, stdin=stdin or io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
@@ -67,6 +73,26 @@ def test_without_yes_and_without_a_terminal_it_refuses_and_sends_nothing(
     assert "3 tasks" in out  # the plan was shown
     code, _, err = run([*common, "--out", str(tmp_path / "o")], stdin=Terminal("n\n"))
     assert code == 2 and "not confirmed" in err
+    assert stats(gateway_env)["create"] == 0
+
+
+def test_at_a_terminal_with_stdout_redirected_the_question_and_plan_go_to_stderr(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Review 23, fault 3: ``genwidgets batch ... > log.txt`` at a terminal wrote the
+    question (and the plan) into the file, and waited with no deadline for an answer
+    nobody was asked. Now they go to stderr, the terminal; with neither stdout nor stderr
+    a terminal, the command refuses to ask, as without one, and names --yes."""
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--out", str(tmp_path / "o")]
+    code, out, err = run(common, stdin=Terminal("n\n"), redirected=True)
+    assert code == 2 and "Send 2 row(s)? [y/N]" in err and "Send" not in out
+    assert "2 tasks" in err and "2 tasks" in out  # the plan: seen, and in the log
+    assert "not confirmed" in err
+    out, err = io.StringIO(), io.StringIO()  # no terminal shows anything
+    parsed = build_parser().parse_args(["batch", *common])
+    code = run_batch(parsed, stdin=Terminal(""), stdout=out, stderr=err)
+    assert code == 2 and "pass --yes" in err.getvalue() and "[y/N]" not in out.getvalue()
     assert stats(gateway_env)["create"] == 0
 
 

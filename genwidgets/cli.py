@@ -738,7 +738,9 @@ class InertStream(io.TextIOBase):
     (:func:`~._formats.terminal_text`), keeping newlines, tabs and the carriage returns
     a progress bar redraws its line with. Gateway texts are inert from the record
     boundary already; this holds for every other text (an old ledger row, a file name,
-    a row's value). docs/decisions.md#inert-text.
+    a row's value). A character its stream cannot encode (a lone surrogate, a path's
+    byte that is not UTF-8) is written as its escape, ``\\udcff``: never a traceback.
+    docs/decisions.md#inert-text.
 
     A write whose reader has left (``BrokenPipeError``) points the stream at the null
     device, Python's own recipe, so nothing more is written there, not even at the
@@ -749,8 +751,13 @@ class InertStream(io.TextIOBase):
         self.reader_left = reader_left
 
     def write(self, text: str) -> int:
+        inert = "\r".join(terminal_text(p, lines=True) for p in text.split("\r"))
         try:
-            self.stream.write("\r".join(terminal_text(p, lines=True) for p in text.split("\r")))
+            try:
+                self.stream.write(inert)
+            except UnicodeEncodeError:  # a path not UTF-8 (a lone surrogate): its escape
+                encoding = self.encoding
+                self.stream.write(inert.encode(encoding, "backslashreplace").decode(encoding))
         except BrokenPipeError:
             self._to_null()
         return len(text)

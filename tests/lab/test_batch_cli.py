@@ -704,3 +704,15 @@ def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
     )  # fmt: skip
     assert code == 1 and "Nothing more is sent until the same command is run again" in out
     assert "submit()" not in out
+
+
+def test_an_out_folder_whose_path_is_not_utf_8_is_refused_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """Review 23, fault 5: ``--out`` under a folder whose name is not UTF-8 (byte 0xff, a
+    lone surrogate to Python) ended the command in a bare traceback: the batch's record
+    cannot keep such a path. It is refused, exit 2, nothing sent."""
+    common = [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}"]
+    code, out, err = run([*common, "--out", str(tmp_path / "shots\udcff"), "--yes"])
+    assert code == 2 and out == "" and "is not UTF-8" in err and "nothing sent" in err
+    assert not (tmp_path / "shots\udcff").exists()

@@ -111,6 +111,19 @@ def _limit(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """``--wait``: a number of seconds, 0 or more (``inf``: no deadline). ``nan`` passed
+    ``float`` and ended ``result`` in a bare ``TypeError`` (no JSON with ``--json``), and
+    ``resume`` took it as no wait; a negative wait was taken as none."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # NaN compares false
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="genwidgets",
@@ -154,14 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
         task.add_argument("request_id", help="the task's request id")
         task.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
     result = commands.choices["result"]
-    result.add_argument("--wait", type=float, default=0.0, help="seconds to wait for it")
+    result.add_argument("--wait", type=_seconds, default=0.0, help="seconds to wait for it")
     result.add_argument("--out", help="also copy its outputs into this folder")
     resume = commands.add_parser(
         "resume", help="re-attach unfinished tasks and wait for their results", parents=[JSON_FLAG]
     )
     resume.add_argument(
         "--wait",
-        type=float,
+        type=_seconds,
         default=None,
         help=f"seconds to wait at most (default {RESUME_WAIT:g} for tasks to finish, and a "
         "copy of outputs begun runs to its end: the tasks still running then are listed, "

@@ -249,6 +249,28 @@ def test_a_history_limit_out_of_bounds_is_refused_by_the_argument_check(
     assert main(["history", "--limit", "1000000"]) == 0
 
 
+@pytest.mark.parametrize("wait", ["nan", "-5", "soon"])
+@pytest.mark.parametrize("command", ["result", "resume"])
+def test_a_wait_that_is_no_number_of_seconds_is_a_usage_error(
+    command: str, wait: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Review 23, fault 6: ``result ID --wait nan`` ended in a bare TypeError traceback
+    (with ``--json``, no JSON on stdout); ``resume --wait nan`` waited not at all, and a
+    negative wait was taken as none. Now a usage error, exit 2, saying what is allowed."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    argv = [command, *(["r1", "--endpoint", "ep"] if command == "result" else [])]
+    with pytest.raises(SystemExit) as ended:
+        main([*argv, "--wait", wait])
+    assert ended.value.code == 2
+    assert (
+        f"argument --wait: {wait!r} is not a number of seconds, 0 or more"
+        in capsys.readouterr().err
+    )
+    assert main([*argv, "--wait", wait, "--json"]) == 2
+    found = json_out(capsys)
+    assert found["error"] == f"argument --wait: {wait!r} is not a number of seconds, 0 or more"
+
+
 def test_notebooks_are_copied_and_never_over_files_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

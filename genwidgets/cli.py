@@ -299,6 +299,30 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     if recorded is not None and args.command in ("status", "cancel"):
         return _ended(args, endpoint, recorded.status)
     job = client.job(endpoint, args.request_id)
+    try:
+        return _asked(client, args, job, endpoint, row, recorded)
+    finally:
+        if row is None and client.ledger is not None and not _answered_for(job):
+            # a typo's 404, no answer: no task is recorded that may never have existed
+            client.ledger.writes.forget_attach(client.gateway_name, job.request_id)
+
+
+def _answered_for(job: Job) -> bool:
+    """Whether the gateway has said anything of ``job``'s task: a status, a result, a
+    cancel it took (a "not found" is none)."""
+    took_cancel = job.cancel_requested and job.cancel_error is None
+    return job.last_status is not None or job.last_result is not None or took_cancel
+
+
+def _asked(
+    client: Client,
+    args: argparse.Namespace,
+    job: Job,
+    endpoint: str,
+    row: LedgerRow | None,
+    recorded: Result | None,
+) -> int:
+    """``status``, ``result`` or ``cancel`` of ``job``, re-attached."""
     rid = job.request_id
     if args.command == "cancel":
         return _cancel(args, job, endpoint)

@@ -1017,6 +1017,62 @@ def test_a_cancel_the_gateway_refuses_of_a_running_task_is_said_refused(
     assert handler.cancels == 2
 
 
+class KnowsNoTask(JsonHandler):
+    """A gateway that knows no task: 404 to every status, result and cancel."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "Request not found"}, 404)
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "Request not found"}, 404)
+
+
+@pytest.mark.parametrize("command", ["status", "result", "cancel", "unreachable"])
+def test_an_id_the_gateway_does_not_answer_for_is_not_recorded(
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    quick_not_found: None,
+) -> None:
+    """Review 23, fault 7: asking about a typo (the gateway's 404), or with the gateway
+    unreachable, added the id to the ledger as a task: ``history`` listed it, every
+    ``resume`` exited 1 on it, and another key was warned of a task nobody created.
+    An id is recorded only once the gateway has answered for it."""
+    gateway = LoopbackServer(KnowsNoTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    base = "http://127.0.0.1:1" if command == "unreachable" else gateway.base
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-typo")
+    asked = "status" if command == "unreachable" else command
+    wait = ["--wait", "5"] if command == "result" else []
+    try:
+        assert main([asked, "typo-id", "--endpoint", "ep", *wait]) == 1
+        capsys.readouterr()
+        assert main(["history", "--json"]) == 0
+        assert json_out(capsys) == []
+    finally:
+        gateway.close()
+
+
+def test_an_id_the_gateway_answers_for_is_recorded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other side of fault 7: a task the gateway says runs is kept, so ``resume``
+    follows it."""
+    gateway = LoopbackServer(CancelRefused)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-typo")
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 0
+        capsys.readouterr()
+        assert main(["history", "--json"]) == 0
+        assert [row["request_id"] for row in json_out(capsys)] == ["r1"]
+    finally:
+        gateway.close()
+
+
 class StatusSaysNoState(StatusDown):
     """Task ``r1``'s status address answers ``status_answer`` (code, body): no task's
     state, whatever its HTTP status."""

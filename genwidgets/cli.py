@@ -59,6 +59,7 @@ from .lab.batch_cli import (
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
     add_batch_arguments,
+    error_words,
     run_batch,
     say_error,
 )
@@ -363,13 +364,15 @@ def _asked(
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
-    except TaskTimeout:
+    except TaskTimeout as timeout:
         # no poll answered within the wait (none is made with no --wait): ask once, so the
         # status said is the gateway's now; a task ended meanwhile gives its result. One
         # try, no retries: the command ends within its wait plus one request timeout
         try:
             if job.last_status is None and job.status(retries=0).done:
                 result = job.result(timeout=client.timeout)
+            elif job.last_status is not None and job.last_status.done:  # its result late
+                return _not_known_yet(args, rid, timeout, job.last_status)
             else:
                 out = {"request_id": rid, "status": job.status_text, "done": False}
                 word = terminal_text(job.status_text)
@@ -443,7 +446,13 @@ def _not_known_yet(
     ask (its address hangs, fails, or holds us back): how the task stands is not known
     yet, which is not a failed task; the same command asks again. A ``status`` that said
     the task is done tells so: its result only could not be fetched."""
-    out = {"request_id": rid, "status": None, "done": False, "known": False, "error": str(exc)}
+    out = {
+        "request_id": rid,
+        "status": None,
+        "done": False,
+        "known": False,
+        "error": error_words(exc),
+    }
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
     said = (
@@ -453,7 +462,9 @@ def _not_known_yet(
     if status is not None and status.done:
         out |= {"status": status.status, "done": True}
         word = terminal_text(status.status)
-        said = f"{rid}: {word}; its result could not be fetched in time ({exc}); {again}"
+        said = (
+            f"{rid}: {word}; its result could not be fetched in time ({error_words(exc)}); {again}"
+        )
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -462,16 +473,16 @@ def _what_it_answered(exc: Exception) -> str:
     case only (a timeout, as the transport raised it); an answer that broke off is none
     either; a 500, a 429 or an unreadable answer came at once and is said as such."""
     if isinstance(exc, Unreachable):
-        return f"the gateway could not be reached ({exc})"
+        return f"the gateway could not be reached ({error_words(exc)})"
     if isinstance(exc.__cause__, httpx.TimeoutException):
-        return f"the gateway did not answer in time ({exc})"
+        return f"the gateway did not answer in time ({error_words(exc)})"
     if isinstance(exc.__cause__, httpx.TransportError):
-        return f"the gateway's answer broke off ({exc})"
+        return f"the gateway's answer broke off ({error_words(exc)})"
     if isinstance(exc, RateLimited):
-        return f"the gateway's rate limit refused the ask ({exc})"
+        return f"the gateway's rate limit refused the ask ({error_words(exc)})"
     if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read
-        return f"the gateway answered with a failure ({exc})"
-    return f"the gateway did not answer in time ({exc})"
+        return f"the gateway answered with a failure ({error_words(exc)})"
+    return f"the gateway did not answer in time ({error_words(exc)})"
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -497,8 +508,8 @@ ENDED_SIMULATOR = (
 
 def _lost_contact_words(exc: Exception) -> str:
     return (
-        f"contact lost: the gateway did not answer ({exc}); the task may still run or be "
-        "done: genwidgets resume follows it again, with no new create"
+        f"contact lost: the gateway did not answer ({error_words(exc)}); the task may still "
+        "run or be done: genwidgets resume follows it again, with no new create"
     )
 
 
@@ -617,7 +628,7 @@ def _resumed(
                 error, record["known"] = _lost_contact_words(silence[0]), False
                 del record["waits_again"]
         except GenwidgetsError as exc:
-            error = str(exc)
+            error = error_words(exc)
             if lost_contact(job):
                 error, record["known"] = _lost_contact_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from .._client import Client
 from .._config import ENV_API_KEY, ENV_BASE_URL, shown_path
 from .._formats import terminal_text
+from ..catalog import endpoints
 from ..errors import (
     BudgetExceeded,
     EndpointNotFound,
@@ -99,7 +100,8 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint",
         required=True,
-        help="the endpoint every row goes to (a column named 'endpoint' sends a row elsewhere)",
+        help="the endpoint every row goes to (a column named 'endpoint' sends a row "
+        f"elsewhere): {', '.join(e.id for e in endpoints())}",
     )
     parser.add_argument(
         "--set",
@@ -183,6 +185,21 @@ FLAG_WORDS = (
         "the same command is run again",
     ),
     (r"or the same rows and template to resume it", "or the same rows and --set to resume it"),
+    (r"\(gw\.endpoints\(\) lists them\)", "(genwidgets batch --help lists them)"),
+    (
+        r"Wait again with job\.result\(\), or stop it with job\.cancel\(\)\.",
+        "genwidgets result ID --wait SECONDS waits again; genwidgets cancel ID stops it.",
+    ),
+    (r"Wait again with job\.result\(\)\.", "genwidgets result ID --wait SECONDS waits again."),
+    (r" or pass base_url=\.\.\. \(with neither,", " (with neither,"),
+    # the transport's failures (httpx's class names) in words
+    (r"\bConnectError: All connection attempts failed", "no connection could be made"),
+    (r"\bConnectError: no detail\b", "no connection could be made"),
+    (r"\bConnectError: ", "no connection could be made: "),
+    (r"\b(?:Connect|Read|Write|Pool)Timeout: no detail\b", "no answer in time"),
+    (r"\b(?:Connect|Read|Write|Pool)Timeout: ", "no answer in time: "),
+    (r"\bRemoteProtocolError: ", "the gateway's answer broke off: "),
+    (r"\b(?:Read|Write)Error: ", "the connection broke: "),
 )
 
 
@@ -192,6 +209,18 @@ def command_words(text: str) -> str:
     for python, flags in FLAG_WORDS:
         text = re.sub(python, flags, text)
     return text
+
+
+def _answered(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is the gateway's answer (its text as it came), not the library's
+    (an unknown endpoint, no connection: said in the command's words)."""
+    return isinstance(exc, GatewayError) and exc.status_code is not None
+
+
+def error_words(exc: BaseException) -> str:
+    """An error's text for a command: the library's advice in the command's words
+    (:func:`command_words`), never Python's; a gateway's answer, as it came."""
+    return str(exc) if _answered(exc) else command_words(str(exc))
 
 
 def say_error(
@@ -207,7 +236,7 @@ def say_error(
 ) -> int:
     """How every command says it did not do what was asked, on stderr or (``--json``) as
     one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
-    if not isinstance(exc, GatewayError):  # a gateway's text is shown as it came
+    if not _answered(exc):  # a gateway's text is shown as it came
         message = command_words(message)
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)

@@ -716,3 +716,17 @@ def test_an_out_folder_whose_path_is_not_utf_8_is_refused_not_a_traceback(
     code, out, err = run([*common, "--out", str(tmp_path / "shots\udcff"), "--yes"])
     assert code == 2 and out == "" and "is not UTF-8" in err and "nothing sent" in err
     assert not (tmp_path / "shots\udcff").exists()
+
+
+def test_an_unknown_endpoint_is_said_in_the_commands_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 23, fault 9: "(gw.endpoints() lists them)", Python's words, and the command
+    listed no endpoint. Its help lists them, and the refusal says so."""
+    common = [str(rows_file(tmp_path, 1)), "--endpoint", "genW2.5-t2i", "--set", "prompt={text}"]
+    code, _, err = run([*common, "--out", str(tmp_path / "o"), "--yes"])
+    assert code == 2 and "did you mean 'genW2.5-t2i-preview'?" in err
+    assert "gw." not in err and "(genwidgets batch --help lists them)" in err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["batch", "--help"])
+    assert T2I in capsys.readouterr().out

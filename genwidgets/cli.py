@@ -584,8 +584,9 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resume_exit(records: list[dict[str, Any]]) -> int:
-    """0 all done and copied; 1 a task failed or cannot be followed; ``EXIT_NOT_YET`` only
-    tasks still running or copies still pending, which the next ``resume`` takes on."""
+    """0 all done and copied; 1 a task failed or can never finish; ``EXIT_NOT_YET`` only
+    tasks still running or out of contact, or copies still pending, which the next
+    ``resume`` takes on (docs/decisions.md#batch-cli)."""
     if any(not r["ok"] and not r.get("waits_again") for r in records):
         return EXIT_NOT_DONE
     return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
@@ -605,7 +606,7 @@ def _resumed(
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
     once), contact lost (polling gave up, or no word within the wait and the gateway
     silent to the command's one ask, ``silence``: one request timeout, not one a task),
-    or not finished yet (``waits_again``)."""
+    or not finished yet; these two, ``waits_again``: the next run follows them."""
     record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
     if client.embedded and not job.done():  # this command's simulator is a new one
         error = _other_simulator(client, job)
@@ -626,11 +627,11 @@ def _resumed(
             record["waits_again"] = True
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
-                del record["waits_again"]
         except GenwidgetsError as exc:
             error = error_words(exc)
-            if lost_contact(job):
+            if lost_contact(job):  # not yet, not failed: the next run follows it again
                 error, record["known"] = _lost_contact_words(exc), False
+                record["waits_again"] = True
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
 

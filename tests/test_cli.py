@@ -819,14 +819,16 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     with genwidgets.Client() as client:
         client.submit("ep", {"prompt": "a heron"}, validate=False)
     gateway.close()  # its port refuses from now on
-    assert main(["resume", "--wait", "1", "--json"]) == 1
+    # review 23, fault 10: not yet (75), not a failed task (1): cron's resume || alert
+    assert main(["resume", "--wait", "1", "--json"]) == cli.EXIT_NOT_YET
     [record] = json_out(capsys)
     assert (record["request_id"], record["ok"], record["known"]) == ("r1", False, False)
+    assert record["waits_again"]
     assert record["error"].startswith("contact lost: the gateway did not answer (")
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
     assert "no connection could be made" in record["error"]  # review 23, fault 9:
     assert "ConnectError" not in record["error"]  # not httpx's class name
-    assert main(["resume", "--wait", "1"]) == 1  # the same, said in a line
+    assert main(["resume", "--wait", "1"]) == cli.EXIT_NOT_YET  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
 
 

@@ -250,6 +250,26 @@ def say_error(
     return code
 
 
+#: what happens next to a failed row of the embedded simulator: made again, not billed
+EMBEDDED_RETRY = "genwidgets batch --retry-failed makes it again (free: the simulator)"
+#: the command a next step names first (``genwidgets batch --retry-failed``)
+_COMMAND = re.compile(r"genwidgets [a-z]+(?: --[a-z-]+)*")
+
+
+def _next_step(batch: Batch, row: Any) -> str:
+    """A row's next step in the command's words; a failed row of the embedded simulator
+    is made again free, not "a new create, billed" (its error said "free")."""
+    if row.status == "failed" and getattr(batch.client, "embedded", False):
+        return EMBEDDED_RETRY
+    return command_words(row.next_step)
+
+
+def _not_repeated(error: str | None, step: str) -> str:
+    """``step``, unless ``error`` already gave that advice (names its command)."""
+    named = _COMMAND.match(step)
+    return "" if named and error and named.group() in error else step
+
+
 def _report(batch: Batch) -> dict[str, Any]:
     """The batch's outcome, the one object ``--json`` prints and the text lines say: its
     advice (``next``, ``stopped``, ``problem``, a row's ``error``) in the command's words."""
@@ -271,7 +291,7 @@ def _report(batch: Batch) -> dict[str, Any]:
                 "status": r.status,
                 "request_id": r.request_id,
                 "error": r.error and command_words(r.error),
-                "next": command_words(r.next_step),
+                "next": _next_step(batch, r),
             }
             for r in batch.rows
             if r.status != "done"
@@ -422,7 +442,8 @@ def run_batch(
                 line = f"  {where} {row['status']}: {terminal_text(row['error'] or 'not done')}"
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
-                line += f" → {row['next']}" if row["next"] else ""
+                step = _not_repeated(row["error"], row["next"])
+                line += f" → {step}" if step else ""
                 print(line, file=stdout)
             if len(report["not_done"]) > LISTED:
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)

@@ -516,6 +516,8 @@ def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_fai
     for line in gone:
         assert "cannot be resumed" in line and "--retry-failed" in line
         assert line.count("[") == 1  # its request id, once
+        # review 23, fault 11: not "free on the simulator" and "a new create, billed"
+        assert "billed" not in line and line.count("--retry-failed") == 1
     last = read_manifest(out)
     assert {r["status"] for r in last.values()} <= {"done", "failed", "unknown"}
     retried = subprocess.run(

@@ -952,24 +952,22 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return serve_cli.serve(args)
     if args.command == "notebooks":
         return _notebooks(args)
+    about = {"request_id": args.request_id} if "request_id" in args else {}
     try:
-        with Client() as client:
+        client = Client()
+    except ValueError as exc:  # a gateway's address or key that cannot be used (a key with
+        # no address, a port of 99999): refused, as batch says it, not a task not done
+        return say_error(args.command, str(exc), EXIT_REFUSED, as_json=args.json, exc=exc, **about)
+    try:
+        with client:
             if args.command == "history":
                 return _history(client, args)
             if args.command == "resume":
                 return _resume(client, args)
             return _one_task(client, args)
-    # OSError: result --out a folder not writable; ValueError: a gateway's address or key
-    # that cannot be used (a key with no address, a port of 99999)
+    # OSError: result --out a folder not writable
     except (GenwidgetsError, OSError, ValueError) as exc:
-        return say_error(
-            args.command,
-            str(exc),
-            EXIT_NOT_DONE,
-            as_json=args.json,
-            exc=exc,
-            **({"request_id": args.request_id} if "request_id" in args else {}),
-        )
+        return say_error(args.command, str(exc), EXIT_NOT_DONE, as_json=args.json, exc=exc, **about)
 
 
 if __name__ == "__main__":

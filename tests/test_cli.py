@@ -410,7 +410,7 @@ def test_result_with_no_wait_says_the_gateways_status_now_and_gives_an_ended_tas
     assert said["done"] is False and said["status"] in ("IN_QUEUE", "IN_PROGRESS"), said
 
 
-@pytest.mark.parametrize("command", [["history"], ["status", "r1", "--endpoint", "ep"]])
+@pytest.mark.parametrize("command", [["history"], ["status", "r1", "--endpoint", "ep"], ["resume"]])
 def test_a_key_with_no_gateway_address_is_said_not_a_traceback(
     command: list[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -420,7 +420,8 @@ def test_a_key_with_no_gateway_address_is_said_not_a_traceback(
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
     monkeypatch.setenv("GENWIDGETS_API_KEY", "k-of-a-gateway-not-named")
-    assert main(command) == 1
+    # review 23, fault 12: refused (2), as batch says it; 1 is a task not done well
+    assert main(command) == cli.EXIT_REFUSED
     err = capsys.readouterr().err
     assert "no gateway address: set GENWIDGETS_BASE_URL" in err and "Traceback" not in err
     assert "k-of-a-gateway-not-named" not in err

@@ -992,6 +992,32 @@ def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_agai
     assert job_module.kept_cancel(job) is None
 
 
+@pytest.mark.parametrize("then", ["IN_PROGRESS", "COMPLETED"])
+def test_a_first_cancel_answered_400_is_a_refusal_unless_the_status_says_it_ended(
+    then: str, client: gw.Client, fake: FakeGateway
+) -> None:
+    """Review 23, fault 1: many gateways cancel only tasks not started ("already in
+    progress and cannot be cancelled", 400). A first cancel of a task last seen running
+    read that 400 as "already finished": ``cancel()`` returned, ``cancel_requested``
+    True, and the task billed on. The status asked then says which it is."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    too_late = error(400, {"detail": "Request is already in progress and cannot be cancelled"})
+    fake.faults["cancel"].extend([too_late] * 5)
+    job = submit(client)
+    wait_for(lambda: job.status_text == "IN_PROGRESS", "a status seen", limit=10)
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": then}], None  # ended: its result not yet there
+    if then == "IN_PROGRESS":
+        with pytest.raises(gw.GatewayError, match="cannot be cancelled"):
+            job.cancel()
+        assert not job.cancel_requested and job.cancel_error is not None
+        assert not job.done() and job_module.kept_cancel(job) is None
+    else:
+        job.cancel()  # the task had ended: nothing to refuse
+        assert job.cancel_requested and job.cancel_error is None
+    assert fake.count("cancel") == 1
+
+
 def test_a_kept_cancel_is_taken_when_the_task_ends_cancelled(
     client: gw.Client, fake: FakeGateway
 ) -> None:

@@ -460,6 +460,22 @@ class LedgerWrites:
 
         return self._file.log_if_failed("the re-attached task", self._queue.put(upsert))
 
+    def forget_attach(self, gateway: str, request_id: str) -> concurrent.futures.Future[bool]:
+        """Remove the row :meth:`record_attach` made for an id its gateway never answered
+        for (a typo's 404, no answer): an ask records no task that may not exist. Only a
+        row an attach made (no payload, no tag); the future holds whether one went."""
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "DELETE FROM tasks WHERE id = (SELECT max(id) FROM tasks WHERE gateway = ? "
+                    "AND request_id = ?) AND payload = '{}' AND tag IS NULL",
+                    (gateway, request_id),
+                ).rowcount
+            )
+
+        return self._file.log_if_failed("forgetting a re-attached id", self._queue.put(delete))
+
     def record_status(
         self, gateway: str, request_id: str, status: Status
     ) -> concurrent.futures.Future[bool]:

@@ -82,10 +82,11 @@ def outlasted(exc: BaseException) -> bool:
 def failure_words(exc: BaseException) -> str:
     """A failed exchange in words: an answer refused here (over a cap, past its deadline)
     by its words alone, never the name of a private class; any other error by its
-    class and words (``ConnectError: ...``)."""
+    class and words (``ConnectError: ...``; ``ReadTimeout: no detail``, which the
+    command line says in its words)."""
     if isinstance(exc, _BodyRefused) and str(exc):
         return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {str(exc) or 'no detail'}"
 
 
 @dataclass(frozen=True)

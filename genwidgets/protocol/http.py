@@ -599,7 +599,7 @@ class Gateway:
                 if not _nothing_sent(exc):
                     raise OutcomeUnknown(
                         "the create request was sent but no whole answer arrived "
-                        f"({redact(failure_words(exc)) or 'no detail'}); a task "
+                        f"({redact(failure_words(exc))}); a task "
                         "may exist and is not retried to avoid a duplicate. Check "
                         "client.history() before submitting again.",
                         endpoint=endpoint,

@@ -17,7 +17,7 @@ from ..errors import LedgerError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
 from ..protocol.records import Output, is_terminal
-from .batch import TICK, Batch
+from .batch import FORGOTTEN, TICK, Batch
 from .batch_store import (
     CANCELLED,
     DONE,
@@ -107,9 +107,25 @@ class GridCell:
 
     @property
     def in_doubt(self) -> bool:
-        """Its create's outcome is unknown: a task may exist (and bill); never sent again,
-        so neither failed nor done well."""
-        return self.error is not None and self.error.startswith("outcome unknown")
+        """Its create's outcome is unknown, or the gateway no longer knows its task
+        (:attr:`forgotten`): a task may exist (and bill); never sent again, so neither
+        failed nor done well."""
+        return self.forgotten or (
+            self.error is not None and self.error.startswith("outcome unknown")
+        )
+
+    @property
+    def forgotten(self) -> bool:
+        """Its task was made (a request id) and the gateway then answered 404 for it (a
+        restart, a result past its retention): it may have run and billed, so it is never
+        failed nor sent again (docs/decisions.md#batch-row-states)."""
+        row = self.row
+        return (
+            row.state == UNKNOWN
+            and row.request_id is not None
+            and not row.elsewhere
+            and (row.error or "").startswith(FORGOTTEN)
+        )
 
     @property
     def trouble(self) -> str | None:
@@ -118,6 +134,8 @@ class GridCell:
         task's own words (a person or a deadline stopped it, not the gateway); None when
         nothing did."""
         state = self.row.state
+        if self.forgotten:
+            return self.row.error
         if self.error is not None or not self.failed:
             return self.error
         if state == FAILED:
@@ -133,6 +151,7 @@ class GridCell:
             row.request_id is not None
             and not row.elsewhere
             and (row.lost > 0 or row.state == UNKNOWN)
+            and not self.forgotten
         )
 
     @property
@@ -501,6 +520,8 @@ def status_of(cell: GridCell) -> str:
         return "outcome unknown" if cell.in_doubt else "not created"
     if cell.unsent:
         return "not sent (paused)" if cell.held else "not sent"
+    if cell.forgotten:
+        return "outcome unknown"
     if cell.lost:
         return "contact lost"
     if cell.row.state == DONE:

@@ -362,6 +362,8 @@ class Grid(CommandView):
         category, status, error = "queued", "not sent", cell.error
         if cell.error is not None:
             category, status = "failed", status_of(cell)
+        elif cell.forgotten:  # the gateway no longer knows it: it may have billed
+            status, error = status_of(cell), cell.row.error
         elif cell.lost:  # followed again with backoff, or given up on: never failed
             category, status, error = "queued", "contact lost", cell.row.error
         elif job is not None:

@@ -409,3 +409,53 @@ def test_rating_a_cell_the_grid_lacks_says_which_cells_there_are(tmp_path: Path,
         run.rate(cell, 3)
     assert store.ratings(run.id) == {} and [c.rating for c in run.cells] == [0, 0]
     store.close()
+
+
+@pytest.mark.timeout(240)
+def test_a_task_the_gateway_forgot_is_outcome_unknown_never_failed_nor_sent_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review-25 fault 1: every create answered (request ids known), then the gateway
+    restarts on its port and forgets the tasks (404). They may have run and billed: each
+    cell ends "outcome unknown" with its request id and words saying so, never "failed",
+    and ``retry_failed()`` sends none of them again."""
+    import httpx
+
+    from genwidgets.jobs import job as job_module
+    from genwidgets.simulator import DEMO_KEY, SimConfig, SimulatorServer
+    from genwidgets.widgets.grid import Grid
+
+    monkeypatch.setattr(job_module, "NOT_VISIBLE_FOR", 1.0)  # past the first minute
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    first = SimulatorServer(SimConfig(speed=0.1), host="127.0.0.1", port=0).start()
+    fresh = None
+    try:
+        with gw.Client(first.base_url, DEMO_KEY) as client:
+            plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]))
+            run = GridRun(plan, client).submit(wait=True)  # tasks of about 20 s
+            ids = [c.request_id for c in run.cells]
+            assert all(ids), [c.trouble for c in run.cells]
+            first.stop()  # the gateway restarts and forgets them
+            fresh = SimulatorServer(SimConfig(), host="127.0.0.1", port=first.port).start()
+            run.wait(timeout=180)
+            assert [status_of(c) for c in run.cells] == ["outcome unknown"] * 2
+            assert [c.request_id for c in run.cells] == ids  # kept, to look for it
+            for cell in run.cells:
+                assert not cell.failed and cell.in_doubt
+                said = cell.trouble or ""
+                assert "no longer knows" in said and cell.request_id in said
+                assert "billed" in said and "not sent again" in said
+            assert run.tally()[1] == 0 and run.failed == []
+            words = state_words(run)
+            assert "failed" not in words and "2 outcome unknown" in words
+            view = Grid(run)
+            said = [view.cell_states[c.index] for c in run.cells]
+            assert {s["status"] for s in said} == {"outcome unknown"}
+            assert all("no longer knows" in (s["error"] or "") for s in said)
+            assert view.retry_failed(wait=False) == 0
+            created = httpx.get(f"{fresh.base_url}/_sim/stats", timeout=10).json()["created"]
+            assert created == 0
+    finally:
+        first.stop()
+        if fresh is not None:
+            fresh.stop()

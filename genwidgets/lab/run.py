@@ -300,28 +300,42 @@ class GridRun(Batch):
             row.elsewhere = row.request_id is not None and row.job is None
 
     def follow_elsewhere(self) -> int:
-        """The cells another kernel was sending when this one opened the grid, read again
-        from the store (they showed "not created", failed, forever): one with a task now is
-        followed here, no create, as a re-opened grid follows it; one ended there without a
-        task shows as it ended; one given back there unsent (``waiting``) is this kernel's
-        to send at :meth:`submit`; one whose kernel went away before its answer is settled
-        from the ledger by its tag (:meth:`Batch.reconcile`). Returns how many another
-        live kernel is still sending."""
-        held = [c.row for c in self.cells if c.row.elsewhere]
-        if not held:
+        """The cells another kernel was sending when this one opened the grid, and, while
+        this run does not send, the cells it has never sent (another kernel may send them
+        since: it sends in chunks), read again from the store (they showed "not created",
+        failed, or "not sent", forever): one with a task now is followed here, no create,
+        as a re-opened grid follows it; one another live kernel reserved is held as being
+        sent there; one ended there without a task shows as it ended; one given back
+        there unsent (``waiting``) is this kernel's to send at :meth:`submit`; one whose
+        kernel went away before its answer is settled from the ledger by its tag
+        (:meth:`Batch.reconcile`). Returns how many another live kernel is still sending."""
+
+        def ours(row: BatchRow) -> bool:  # under the lock: what to read again
+            return row.elsewhere or (row.state == WAITING and not self.sending)
+
+        with self.lock:
+            held = [row for row in self.rows if ours(row)]
+        if not held or not self.stored:
             return 0
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
         tables = self.store.tables
         alive = tables.alive_owners() - {tables.owner}
         follow: list[BatchRow] = []
         settle: list[BatchRow] = []
-        sending, given_back = 0, False
+        sending, given_back, taken = 0, False, False
         with self.lock:
             for row in held:
                 record = stored.get(row.index)
-                if not row.elsewhere or record is None:
+                if record is None or not ours(row):  # this run sent it meanwhile
                     continue
-                if record.state == SENDING and record.owner in alive:
+                if not row.elsewhere:  # never sent here: untouched while it still waits
+                    if record.state == WAITING:
+                        continue
+                    taken = True
+                if record.state == SENDING and (
+                    record.owner in alive or (not row.elsewhere and record.owner == tables.owner)
+                ):  # a live kernel sends it (or another copy of the grid in this process)
+                    row.elsewhere = True
                     sending += 1
                     continue
                 self.as_stored(row, record)
@@ -333,16 +347,18 @@ class GridRun(Batch):
                     settle.append(row)
                 elif record.state == WAITING:  # given back there (a rate limit, a pause)
                     given_back = True
+            if taken:  # sent by another kernel: this grid has been sent
+                self.started = True
         if settle:
             self.reconcile(settle)
-        if settle or given_back:
+        if settle or given_back or taken:
             with self.lock:  # one that never left is this kernel's: submit() sends it, as
                 # on re-opening (with no stop, submit() sent nothing and wait() never ended)
                 if self.waiting() and not self.sending and self.stopped is None:
                     self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         if follow:
             self.attach_all(follow)
-        if follow or settle or given_back:
+        if follow or settle or given_back or taken:
             self._ensure_finisher()
             self.changed()
         return sending

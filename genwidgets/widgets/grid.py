@@ -403,8 +403,8 @@ class Grid(CommandView):
             look = job_look(job)
             category, status = look.category, look.word
             error = error or look.error
-        elif self.run.started:
-            status = status_of(cell) if cell.held else "sending"
+        elif self.run.started:  # "sending" only while this run sends it
+            status = "sending" if cell.unsent and self.run.sending else status_of(cell)
         outputs = self._outputs.get(cell.index)
         if outputs is None:
             outputs = [_output_record(o) for o in cell.outputs]

@@ -459,3 +459,40 @@ def test_a_task_the_gateway_forgot_is_outcome_unknown_never_failed_nor_sent_agai
         first.stop()
         if fresh is not None:
             fresh.stop()
+
+
+def test_a_grid_a_read_only_home_cannot_record_says_so_and_what_to_do(tmp_path: Path) -> None:
+    """Review-25 fault 6: a ledger that cannot be written (a read-only home, a full disk)
+    refuses to record the grid before its creates leave: right for money, but it was a
+    bare ``LedgerError`` out of sqlite's internals. It says the grid was not sent, why
+    (GENWIDGETS_HOME cannot be written), that nothing was billed, and what to do; no
+    sqlite chain. A later submit() in a writable home sends it."""
+    import sqlite3
+
+    class ReadOnlyOnce(GridStore):
+        read_only = True
+
+        def save_batch(self, grid_id: str, **kwargs: Any) -> Any:
+            if self.read_only:
+                self.read_only = False
+                try:
+                    raise sqlite3.OperationalError("attempt to write a readonly database")
+                except sqlite3.OperationalError as exc:
+                    raise gw.LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+            return super().save_batch(grid_id, **kwargs)
+
+    fake = ForecastClient()
+    store = ReadOnlyOnce(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    with pytest.raises(gw.LedgerError) as refused:
+        run.submit(wait=True)
+    said = str(refused.value)
+    assert said.startswith(f"grid {run.id} not sent: GENWIDGETS_HOME")
+    assert "cannot be written" in said and "nothing was sent or billed" in said
+    assert "set GENWIDGETS_HOME to a folder you can write" in said
+    assert refused.value.__cause__ is None and refused.value.__suppress_context__
+    assert not run.started and fake.sent == []
+    run.submit(wait=True)
+    assert len(fake.sent) == 2
+    store.close()

@@ -589,10 +589,11 @@ grids = list_grids
 
 def load_grid(grid_id: str, client: ClientLike | None = None) -> Grid:
     """Re-open a stored grid after a restart: outputs from the local files,
-    unfinished cells re-attached, nothing re-sent. An unknown id is a KeyError
-    naming it and the nearest stored ids."""
+    unfinished cells re-attached, nothing re-sent (one never sent offers its Submit
+    button, as when it was planned). An unknown id is a KeyError naming it and the
+    nearest stored ids."""
     run = GridRun.load(grid_id, client if client is not None else default_client())
-    view = Grid(run)
+    view = Grid(run, needs_confirmation=not run.started)  # never sent: its Submit button
     if not all(c.done for c in run.cells):
         view._on_change()  # noqa: SLF001 - load_grid is Grid's own opener, in its module
     return view

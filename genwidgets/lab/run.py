@@ -350,13 +350,14 @@ class GridRun(Batch):
                 record = stored.get(row.index)
                 if record is None or not ours(row):  # this run sent it meanwhile
                     continue
-                if not row.elsewhere:  # never sent here: untouched while it still waits
-                    if record.state == WAITING:
+                if not row.elsewhere:  # never sent here: untouched while it still waits,
+                    # or while this process's own reservation of it is settling
+                    if record.state == WAITING or (
+                        record.state == SENDING and record.owner == tables.owner
+                    ):
                         continue
                     taken = True
-                if record.state == SENDING and (
-                    record.owner in alive or (not row.elsewhere and record.owner == tables.owner)
-                ):  # a live kernel sends it (or another copy of the grid in this process)
+                if record.state == SENDING and record.owner in alive:  # a live kernel sends it
                     row.elsewhere = True
                     sending += 1
                     continue

@@ -333,10 +333,11 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
     inline are named, never embedded. A cell's outputs past :data:`CELL_OUTPUTS` are
     counted, not embedded; those not downloaded are read from the gateway within one
-    :class:`~genwidgets.protocol.output.ReadBudget` budget, the rest said not embedded."""
+    :class:`~genwidgets.protocol.output.ReadBudget` budget, the rest said not embedded.
+    ``.html`` is added to a name without a suffix; another suffix is a ValueError."""
     if video not in VIDEO_EMBEDS:
         raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
-    target = Path(path)
+    target = export.named_for(path, "save_html writes a page", (".html", ".htm"))
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
     reads = ReadBudget(PAGE_READS, PAGE_READ_SECONDS)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
+from .._config import SAVED_MEDIA, home, is_loopback, saved_media, served_url, shown_path
 from .._formats import decode_data_url, human_bytes, json_nested_deeper, terminal_text
 from .._html import SAFE_DATA_MIME, safe_mime, url_kind
 from ..jobs.downloads import MAX_OUTPUTS
@@ -42,12 +43,14 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "hold_media",
     "in_hand",
     "left_out_html",
     "left_out_words",
     "local_file",
     "local_size",
     "media_choice",
+    "needs_holding",
     "output_html",
     "outputs_html",
     "picture_src",
@@ -278,11 +281,57 @@ def face_reads(fetch: bool) -> ReadBudget | None:
     return ReadBudget(FACE_READS, FACE_READ_SECONDS) if fetch else None
 
 
+def _held_limit(output: Output) -> int | None:
+    """The bytes a lasting face keeps of a media output it could show nothing of (no
+    local copy, none in hand, a URL of this machine, which no saved page may use):
+    what it embeds of its kind; None when it needs none."""
+    limits = {"image": EMBED_LIMIT, "audio": AUDIO_LIMIT, "video": VIDEO_BUDGET}
+    url = output.url or ""
+    if output.kind not in limits or local_file(output) is not None:
+        return None
+    if output.in_hand() is not None or url_kind(url) != "http" or not is_loopback(url):
+        return None
+    return limits[output.kind]
+
+
+def hold_media(outputs: Sequence[Output]) -> bool:
+    """Read once, while their server answers, the media no lasting face could show (no
+    local copy: a home that cannot be written, a client keeping none), within one face's
+    :class:`ReadBudget`, each up to what a face embeds of it; kept in memory (``in_hand``)
+    for every later face. It reads the network: never on a write path (a background
+    worker's). True when any was read."""
+    reads = ReadBudget(FACE_READS, FACE_READ_SECONDS)
+    held = False
+    for output in outputs:
+        limit = _held_limit(output)
+        if limit is None or reads.refused() is not None:
+            continue
+        with contextlib.suppress(Exception):  # gone or too big: the face says it is not kept
+            reads.read(output, limit)
+            held = True
+    return held
+
+
+def needs_holding(outputs: Sequence[Output]) -> bool:
+    """Whether :func:`hold_media` has any output to read."""
+    return any(_held_limit(o) is not None for o in outputs)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder``, or in its nearest folder that exists."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
 def _missing(output: Output) -> str:
-    if output.url and url_kind(output.url) == "http" and is_loopback(output.url):
-        return "it was not kept locally and its server (on this machine) has stopped"
     if output.url or output.path is not None:
-        return "it was not kept locally"
+        said = "it was not kept locally"
+        if not _writable(home()):  # the commonest reason: say it
+            said += " (GENWIDGETS_HOME cannot be written)"
+        if output.url and url_kind(output.url) == "http" and is_loopback(output.url):
+            said += "; its URL is on the machine that made it, which a saved page never uses"
+        return said
     return "it has neither a URL nor content"
 
 

@@ -28,6 +28,7 @@ from ..protocol.records import Result, log_line
 from . import markup
 from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
 from .faces import (
+    BACKGROUND,
     REPUBLISH,
     CommandView,
     Faces,
@@ -39,7 +40,9 @@ from .faces import (
 )
 from .lasting import (
     FACE_OUTPUTS,
+    hold_media,
     left_out_html,
+    needs_holding,
     plain_text,
     result_html,
     within_text_budget,
@@ -174,6 +177,7 @@ class TaskView(CommandView):
             job.add_done_callback(self._on_done)
         else:
             self._finish()
+            self._hold_media()
 
     # -- inputs (any thread) -------------------------------------------------
 
@@ -193,6 +197,21 @@ class TaskView(CommandView):
     def _on_done(self, job: JobLike) -> None:
         self._lasting_then_live(2)
         self._finish()
+        self._hold_media()
+
+    def _hold_media(self) -> None:
+        """Media its lasting face could show nothing of (no local copy) read once on a
+        background worker while their server answers, then the face written again with
+        them (:func:`~.lasting.hold_media`)."""
+        result = self.job.last_result
+        outputs = list(result.outputs) if result is not None else []
+        if needs_holding(outputs):
+
+            def hold() -> None:
+                if hold_media(outputs):
+                    self._refresh_face(force=True)
+
+            BACKGROUND.submit(hold)
 
     def _lasting_then_live(self, stage: int) -> None:
         """Ask the lasting face to show the job's end at ``stage``, then the live face

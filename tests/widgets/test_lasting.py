@@ -147,7 +147,8 @@ def test_nothing_is_fetched_and_a_dead_loopback_url_is_named_not_used() -> None:
     )
     html = output_html(gone)
     assert fetched == [] and "127.0.0.1" not in html
-    assert "its server (on this machine) has stopped" in html
+    assert "not kept locally; its URL is on the machine that made it" in html
+    assert "has stopped" not in html  # it was never asked: no word of its server
     remote = Output.from_entry(
         {"url": "https://cdn.example/0.png", "content_type": "image/png"},
         source=OutputFiles(fetch),

@@ -454,7 +454,7 @@ def test_real_outputs_render_by_content_type(
                 data = base64.b64encode(path.read_bytes()).decode()
                 assert f"base64,{data}" in html
             else:  # nothing kept: said so, nothing dead pointed at
-                assert "not shown, it was not kept locally and its server" in html
+                assert "not shown, it was not kept locally; its URL is on the machine" in html
             embedded = render(result.outputs[0], embed=True)
             assert embedded.format != "url" and len(bytes(embedded.value)) > 100
             if magic:

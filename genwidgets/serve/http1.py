@@ -247,8 +247,12 @@ class Http1Pool:
                 raise UpstreamFault(
                     "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
                 ) from None
-            except h11.LocalProtocolError as exc:
-                raise UpstreamFault(f"the request could not be sent ({exc})", sent=False) from None
+            except (h11.LocalProtocolError, UnicodeEncodeError):
+                # never its text: h11 quotes the whole refused value (the key's header)
+                raise UpstreamFault(
+                    "a header of the request could not be sent (a character no header may carry)",
+                    sent=False,
+                ) from None
             except (h11.RemoteProtocolError, OSError) as exc:
                 raise UpstreamFault(
                     f"the upstream connection failed ({type(exc).__name__})", sent=sent

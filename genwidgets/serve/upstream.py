@@ -78,6 +78,32 @@ class UpstreamAnswer:
     refused: bool = False
 
 
+def _header_key(key: Secret | None) -> Secret:
+    """The teacher's key as it can be sent: without the whitespace around it (a key file
+    saved with Windows line ends keeps a ``\r`` the shell does not strip), and refused,
+    saying which character and where but never the key, if it still holds one no
+    Authorization header may carry: sent, every request would fail, and the HTTP
+    library's message quotes the whole header."""
+    text = key.reveal() if key is not None else ""
+    clean = text.strip()
+    if not clean:
+        raise ValueError("the upstream gateway's key is empty")
+    for place, char in enumerate(clean, 1):
+        if not "!" <= char <= "~":
+            what = (
+                "a space"
+                if char == " "
+                else ("a control character" if char.isascii() else "a character beyond ASCII")
+            )
+            raise ValueError(
+                f"the upstream gateway's key holds {what} (U+{ord(char):04X}) at its "
+                f"character {place} of {len(clean)}: no HTTP header can carry it; check "
+                "the key as it was copied (the key itself is not shown)"
+            )
+    assert key is not None
+    return key if clean == text else Secret(clean)
+
+
 class Upstream:
     """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
     request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
@@ -92,10 +118,7 @@ class Upstream:
         connect_timeout: float = 5.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        wrapped = Secret.wrap(key)
-        if wrapped is None:
-            raise ValueError("the upstream gateway's key is empty")
-        self._key = wrapped
+        self._key = _header_key(Secret.wrap(key))
         guard_logs()
         self._pool = Http1Pool(
             self.base_url,
@@ -124,7 +147,7 @@ class Upstream:
         except UpstreamFault as fault:  # no answer; it names the fault, never the key
             # sent: the request may have reached upstream (a create's outcome is unknown)
             raise ServeError(
-                str(fault), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
+                self.scrub(str(fault)), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
             ) from None
         raw, parsed = answer.body, None
         if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read

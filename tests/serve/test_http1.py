@@ -225,3 +225,17 @@ def test_an_https_upstream_is_verified(tmp_path: Path) -> None:
             server.close()
 
     asyncio.run(main())
+
+
+def test_a_header_h11_refuses_is_a_fault_that_does_not_quote_it() -> None:
+    """h11's message quotes the whole illegal header value, a key among them: the fault
+    names the refusal, never the value, and says nothing was sent."""
+
+    async def test(base: str, connections: list[int]) -> None:
+        headers = [("Authorization", "Bearer secret-value\x00")]
+        with pytest.raises(UpstreamFault) as caught:
+            await _pool(base).request("GET", "/v1/x", headers, None, max_body=99)
+        assert not caught.value.sent
+        assert "secret-value" not in str(caught.value) and "header" in str(caught.value)
+
+    run(lambda n, request: ok(), test)

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
-from ..errors import ServeError
-from ..lab.budget import Budget, plain_amount
+from ..errors import EndpointNotFound, PayloadError, ServeError
+from ..lab.budget import Budget, make_budget, plain_amount
 from ..lab.cost import billed_units
 from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable, says_nothing
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
@@ -149,6 +149,23 @@ def as_counted(endpoint: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     is reserved (docs/decisions.md#serve-reservations)."""
     with collect_warnings(), sent_from_elsewhere():  # an unknown field passes, as upstream
         return validate(endpoint, payload).to_wire()
+
+
+def price_table(prices: Any) -> dict[str, dict[str, float]]:
+    """The class's price table checked as a batch's ``prices=`` is (every unit one the
+    gateway bills, every price a number 0 or more), each endpoint one the catalog knows:
+    a misspelt unit cost nothing (a money cap never bit) and a number where a table
+    belongs failed every create. A :class:`~..errors.PayloadError` names each problem."""
+    table = make_budget(None, prices, [], []).prices
+    unknown = []
+    for name in table:
+        try:
+            catalog_endpoint(name)
+        except EndpointNotFound as exc:
+            unknown.append({"loc": ("prices", name), "msg": str(exc)})
+    if unknown:
+        raise PayloadError(unknown)
+    return table
 
 
 def charge_of(

@@ -24,8 +24,16 @@ from typing import Any
 from .._config import DEMO_KEY, Secret
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
-from ..errors import GenwidgetsError
-from .budgets import HOLDS, clear_hold, holding_creates, resolve_unknown, task_state, tasks_of
+from ..errors import GenwidgetsError, PayloadError
+from .budgets import (
+    HOLDS,
+    clear_hold,
+    holding_creates,
+    price_table,
+    resolve_unknown,
+    task_state,
+    tasks_of,
+)
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
@@ -389,14 +397,23 @@ def _upstream_key(upstream: str) -> Secret:
     return Secret(value)
 
 
+def _prices(path: str) -> dict[str, dict[str, float]]:
+    """``--prices``: the JSON table at ``path``, checked (:func:`~.budgets.price_table`)
+    before anything is served."""
+    try:
+        return price_table(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (PayloadError, ValueError) as exc:
+        raise GenwidgetsError(f"--prices {path}: {exc}") from None
+
+
 def _run(db: Database, args: argparse.Namespace) -> int:
     from ..simulator.server import embedded  # noqa: PLC0415 - only `--upstream simulator` starts one
     from .server import ClassServer  # noqa: PLC0415 - uvicorn loads only to serve
 
     if not args.upstream:
         raise GenwidgetsError(f"say where to forward: --upstream URL (or '{SIMULATOR}')")
+    prices = _prices(args.prices) if args.prices else {}
     url = embedded().base_url if args.upstream == SIMULATOR else args.upstream
-    prices = json.loads(Path(args.prices).read_text(encoding="utf-8")) if args.prices else {}
     config = ServeConfig(
         upstream=Upstream(url, _upstream_key(args.upstream), timeout=args.timeout),
         database=db,

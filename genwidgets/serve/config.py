@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..simulator.faults import RateLimiter
+from .budgets import price_table
 from .db import Database
 from .fairshare import FairGate
 from .upstream import Upstream
@@ -40,6 +41,9 @@ class ServeConfig:
     queue_wait: float = 30.0
     #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
     prefix: str = ""
+
+    def __post_init__(self) -> None:
+        self.prices = price_table(self.prices)
 
     @property
     def mount(self) -> str:

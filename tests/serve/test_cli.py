@@ -437,3 +437,41 @@ def test_a_group_with_a_negative_cache_window_is_refused(
     code, _, err = run(capsys, *db, "groups", "class1", "--cache-seconds", "-5")
     assert code == 2 and "--cache-seconds is 0 (off) or more, not -5" in err
     assert json.loads(run(capsys, *db, "usage", "--json")[1])["groups"] == []
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"genW2.5-t2i-preview": {"per_imag": 0.04}}, "per_imag: not one of per_task"),
+        ({"genW2.5-t2i-preview": 0.04}, "a dict of prices"),
+        ({"genW2.5-t2i-preview": {"per_image": "0.04"}}, "a price 0 or more"),
+        ({"genW2.5-t2i-preview": {"per_image": -0.04}}, "a price 0 or more, not -0.04"),
+        ({"genW2.5-t2i-previw": {"per_image": 0.04}}, "genW2.5-t2i-preview"),
+        ([0.04], "prices is a dict"),
+    ],
+    ids=["misspelt-unit", "number", "text", "negative", "misspelt-endpoint", "list"],
+)
+def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    table: Any,
+    says: str,
+) -> None:
+    """``--prices`` was passed on unchecked: a misspelt unit cost nothing (a money cap
+    never bit), a number where a table belongs made every create a 500. It is checked as
+    a batch's ``prices=`` is, and refused naming the problem before anything is served."""
+    from genwidgets.serve.server import ClassServer
+
+    def served(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a class gateway was served with this price table")
+
+    monkeypatch.setattr(ClassServer, "serve_forever", served)
+    monkeypatch.setenv("GENWIDGETS_UPSTREAM_KEY", "teacher-key")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(table))
+    database = ["--database", str(tmp_path / "c.db")]
+    code, _, err = run(
+        capsys, *database, "--upstream", "http://127.0.0.1:9", "--prices", str(prices)
+    )
+    assert code == 2 and "--prices" in err and says in err, err

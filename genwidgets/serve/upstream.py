@@ -104,6 +104,13 @@ def _header_key(key: Secret | None) -> Secret:
     return key if clean == text else Secret(clean)
 
 
+def _no_number(constant: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity`` in upstream's JSON read as null: Python
+    reads them, but no JSON answer may carry them (Starlette refuses to write them, so
+    each answer holding one, a paid result among them, was a 500)."""
+    return None
+
+
 class Upstream:
     """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
     request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
@@ -152,7 +159,8 @@ class Upstream:
         raw, parsed = answer.body, None
         if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read
             with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
-                parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
+                text = self.scrub(raw.decode("utf-8", "replace"))
+                parsed = redact_json(json.loads(text, parse_constant=_no_number))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         # read as a student's client reads it: whether it says the task is gone, whether
         # it is a refusal (the spec shows no status for its errors)

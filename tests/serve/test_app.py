@@ -1494,3 +1494,32 @@ def test_404s_to_a_running_tasks_result_address_never_make_it_unknown(
         status = api.get(handle["status_url"]).json()["status"]
     assert answers == [502, 502, 502] and status == "IN_PROGRESS"
     assert states == ["open"]
+
+
+def test_upstreams_nan_or_infinity_is_passed_on_as_valid_json_never_a_500(
+    refusing: tuple[str, Database],
+) -> None:
+    """Python reads ``NaN`` and ``Infinity`` as JSON, Starlette refuses to write them: a
+    status, a result or a refusal holding one was a 500 with a traceback, and a paid,
+    finished task's result could never be read. Each such value is passed on as null."""
+    base, db = refusing
+    nan, inf = float("nan"), float("inf")
+    RefusingUpstream.poll = (200, {"request_id": "r1", "status": "COMPLETED", "p": nan}, None)
+    outputs = [{"url": "http://files.example/a.png", "seed": inf}]
+    RefusingUpstream.result = (
+        200,
+        {"request_id": "r1", "status": "COMPLETED", "outputs": outputs},
+        None,
+    )
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        status = api.get(handle["status_url"])
+        result = api.get(handle["response_url"])
+        RefusingUpstream.create = (422, {"detail": "no", "score": -inf}, None)
+        refused = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert (status.status_code, status.json()["p"]) == (200, None), status.text
+    assert result.status_code == 200 and result.json()["outputs"][0]["seed"] is None
+    assert (refused.status_code, refused.json()) == (422, {"detail": "no", "score": None})
+    assert [t["state"] for t in tasks_of(db)] == ["refused", "done"]

@@ -442,9 +442,24 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     try:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
+        if cancel and not fault.sent:  # it never left: the task is as it was
+            await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+            return _failure(
+                502,
+                "UPSTREAM_UNAVAILABLE",
+                f"The class gateway's request upstream failed: {fault.message}; nothing was "
+                "cancelled, try again",
+            )
         return _failure(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
-    if cancel and answer.refused and answer.status < 500:  # refused: the task is as it was
+    # refused: the task is as it was. A 5xx may have been applied (a proxy's 504), but a
+    # rate limit under any status is a refusal, as for a create (the replicate dialect's 503)
+    refused_cancel = answer.refused and (
+        answer.status < 500 or says_rate_limited(answer.status, answer.body)
+    )
+    if cancel and refused_cancel:
         await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+        if answer.status >= 500:
+            return await _passed_on(state, answer, refused_create=False)
     if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
         return _failure(
             502,

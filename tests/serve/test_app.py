@@ -1523,3 +1523,42 @@ def test_upstreams_nan_or_infinity_is_passed_on_as_valid_json_never_a_500(
     assert result.status_code == 200 and result.json()["outputs"][0]["seed"] is None
     assert (refused.status_code, refused.json()) == (422, {"detail": "no", "score": None})
     assert [t["state"] for t in tasks_of(db)] == ["refused", "done"]
+
+
+def test_a_cancel_that_never_reached_upstream_leaves_the_task_as_it_was(tmp_path: Path) -> None:
+    """Upstream refused the connection: nothing was cancelled, yet the task stayed
+    ``cancelling``, so when upstream then failed it, it was settled cancelled and
+    charged. It is back as it was, and the student is told nothing was cancelled."""
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task_id, "open", upstream_id="u1")
+    config = ServeConfig(
+        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=db, sweep_every=0
+    )
+    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        cancel = api.put(f"/v1/queue/{IMAGE}/requests/{task_id}/cancel", timeout=60)
+    assert cancel.status_code == 502 and "nothing was cancelled" in cancel.text, cancel.text
+    assert budgets.task_state(db, task_id) == "open"
+
+
+def test_a_cancel_refused_by_upstreams_rate_limit_under_a_503_is_a_refusal(
+    refusing: tuple[str, Database],
+) -> None:
+    """A 503 ``RATE_LIMIT_EXCEEDED`` (the replicate dialect's rate limit) to a cancel was
+    taken as "may have been applied": the task stayed ``cancelling`` and a later failure
+    was charged. A rate limit is upstream's refusal whatever its status: the task is back
+    as it was and the student told to wait (429), as for a create."""
+    base, db = refusing
+    limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "Rate limit exceeded"}}
+    RefusingUpstream.cancel = (503, json.dumps(limited).encode())
+    token = add_key(db, "alice", {"tasks": 2})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        cancel = api.put(handle["cancel_url"])
+    assert cancel.status_code == 429 and int(cancel.headers["retry-after"]) >= 1, cancel.text
+    assert cancel.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert tasks_of(db)[0]["state"] == "open"

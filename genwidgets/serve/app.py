@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -37,6 +38,7 @@ from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
     LIVE,
     SHARED_CANCEL,
+    Reservation,
     as_counted,
     ask_cancel,
     caller_and_task,
@@ -148,14 +150,8 @@ async def create_task(request: Request) -> Response:
         wait = await _read(state, holding_creates, config.database)
         if wait > 0:
             raise rate_limited(wait)
-        reservation = await run_in_threadpool(
-            reserve,
-            config.database,
-            key.name,
-            endpoint,
-            amounts,
-            cache_key=cache_key_of(endpoint, payload),
-            max_running=config.max_running,
+        reservation = await _reserve(
+            config, key, endpoint, amounts, cache_key_of(endpoint, payload)
         )
     except EndpointNotFound:
         return detail(404, f"App not found: {endpoint}")
@@ -173,16 +169,68 @@ async def create_task(request: Request) -> Response:
         retry = await state.gate.admit(key.name)
     except asyncio.CancelledError:  # the server stops while it waits its turn: nothing left
         # written here, not awaited: a stopping server's loop may run no other step
-        try:
-            release(config.database, reservation.task_id, "not_sent", "the class gateway stopped")
-        except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
-            log.warning("create %s: not given back at the stop: %s", reservation.task_id, exc)
+        _given_back_at_stop(config.database, reservation.task_id)
         raise
     if retry is not None:
         await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
         why = f"the class's creates wait their turn and this one waited {config.queue_wait:g} s"
         raise rate_limited(retry, why + "; nothing was billed")
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
+
+
+async def _reserve(
+    config: ServeConfig,
+    key: KeyRecord,
+    endpoint: str,
+    amounts: dict[str, int | None],
+    cache_key: str | None,
+) -> Reservation:
+    """:func:`~.budgets.reserve` in a thread, given back (``not_sent``) if the server
+    stops while it waits for the database's write lock: its thread commits after the
+    request ended, and the create, never sent, stayed ``sending`` (a running place, then
+    ``unknown``, reserved until the teacher guessed). Whichever side comes last, the
+    thread as it commits or the request as it is cancelled, gives it back."""
+    guard = threading.Lock()
+    made: list[Reservation] = []
+    stopped = threading.Event()
+
+    def work() -> Reservation:
+        reservation = reserve(
+            config.database,
+            key.name,
+            endpoint,
+            amounts,
+            cache_key=cache_key,
+            max_running=config.max_running,
+        )
+        with guard:
+            made.append(reservation)
+            late = stopped.is_set()
+        if late and not reservation.cached:
+            _given_back_at_stop(config.database, reservation.task_id)
+        return reservation
+
+    try:
+        return await run_in_threadpool(work)
+    except asyncio.CancelledError:
+        with guard:
+            stopped.set()
+            done = made[0] if made else None
+        if done is not None and not done.cached:
+            _given_back_at_stop(config.database, done.task_id)
+        log.warning("a create by %s: given back at the stop, never sent", key.name)
+        raise ServeError(
+            "The class gateway stopped: nothing was billed", status=503, code="SERVER_STOPPING"
+        ) from None
+
+
+def _given_back_at_stop(db: Database, task_id: str) -> None:
+    """A create the server stopped before it was sent, released ``not_sent``; written
+    where it is called, not awaited: a stopping server's loop may run no other step."""
+    try:
+        release(db, task_id, "not_sent", "the class gateway stopped")
+    except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
+        log.warning("create %s: not given back at the stop: %s", task_id, exc)
 
 
 async def _forward_create(

@@ -1562,3 +1562,86 @@ def test_a_cancel_refused_by_upstreams_rate_limit_under_a_503_is_a_refusal(
     assert cancel.status_code == 429 and int(cancel.headers["retry-after"]) >= 1, cancel.text
     assert cancel.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
     assert tasks_of(db)[0]["state"] == "open"
+
+
+class _Announced(logging.Handler):
+    """Sets ``seen`` once a record holding ``text`` is emitted."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.seen = text, threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+@pytest.mark.slow
+def test_a_create_reserving_when_the_server_stops_is_given_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stopped past its grace while a create waited for the database's write
+    lock: the reservation committed in its thread after the request was cancelled and
+    nothing gave it back, so a create never sent stayed ``sending`` (a running place,
+    then ``unknown``, reserved until the teacher guessed). It is given back, not sent."""
+    import sqlite3
+
+    RefusingUpstream.create = None
+    upstream_server = LoopbackServer(RefusingUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    entered = threading.Event()
+    real_reserve = budgets.reserve
+
+    def reserve(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        return real_reserve(*args, **kwargs)
+
+    monkeypatch.setattr(app, "reserve", reserve)
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    server = ClassServer(config).start()
+    cancelled = _Announced("graceful shutdown exceeded")  # after uvicorn set its logging up
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(cancelled)
+    blocker = sqlite3.connect(str(tmp_path / "class.db"), isolation_level=None)
+    answers: list[Any] = []
+
+    def create() -> None:
+        with httpx.Client(base_url=server.base_url, timeout=60) as api:
+            try:
+                answer = api.post(
+                    f"/v1/queue/{IMAGE}", json=ONE, headers={"Authorization": f"Bearer {token}"}
+                )
+                answers.append(answer.status_code)
+            except httpx.HTTPError as exc:  # the server stopped under it
+                answers.append(type(exc).__name__)
+
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # another process's write transaction
+        sender = threading.Thread(target=create)
+        sender.start()
+        assert entered.wait(60), "the create never reached its reservation"
+        stopper = threading.Thread(target=server.stop, kwargs={"timeout": 60})
+        stopper.start()
+        assert cancelled.seen.wait(60), "the stop never cancelled the request"
+        blocker.execute("COMMIT")  # the reservation commits now, after its request ended
+        stopper.join(60)
+        sender.join(60)
+    finally:
+        blocker.close()
+        uvicorn_log.removeHandler(cancelled)
+        server.stop()
+        upstream_server.close()
+    check = Database(tmp_path / "class.db")
+    # the reservation's thread may outlive the stop: its outcome is waited for
+    wait_for(
+        lambda: [t["state"] for t in tasks_of(check)] == ["not_sent"],
+        what=f"the reservation given back, not left sending ({answers})",
+    )
+    [task] = tasks_of(check)
+    assert not task["charged"]
+    assert usage(check)["keys"][0]["held"] == {}
+    check.close()

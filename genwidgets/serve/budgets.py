@@ -71,6 +71,9 @@ _AMT = ", ".join(f"amt_{k}" for k in KINDS)
 #: seconds after its create from which upstream's ``404 Request not found`` for a task
 #: means it is gone (restarted, its retention ended): before, a task may not show yet
 GONE_AFTER = 60.0
+#: seconds after which a create still ``sending`` is taken as one whose process stopped
+#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
+STALE_SENDING = 600.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "

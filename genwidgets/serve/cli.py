@@ -15,9 +15,11 @@ import datetime
 import getpass
 import io
 import json
+import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,29 @@ def _key_options_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _seconds(text: str) -> float:
+    """``--timeout``: seconds more than 0 (0 is no "no timeout": each create would be
+    made upstream and called unknown at once)."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"seconds more than 0, not {text}")
+    return value
+
+
+def _cap(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """A cap's flag: a number 0 or more, 0 for no cap (a negative one refused every
+    create, or every request after the first)."""
+
+    def read(text: str) -> float:
+        value = kind(text)
+        if not (math.isfinite(value) and value >= 0):
+            raise argparse.ArgumentTypeError(f"0 or more (0: no cap), not {text}")
+        return value
+
+    read.__name__ = kind.__name__  # argparse names the type in "invalid int value"
+    return read
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
@@ -101,15 +126,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8766, help="port (0: a free one)")
     parser.add_argument("--prices", help="a JSON price table: {endpoint: {'per_image': 0.04}}")
     parser.add_argument(
-        "--max-running", type=int, default=8, help="unfinished tasks per key (0: no cap)"
+        "--max-running", type=_cap(int), default=8, help="unfinished tasks per key (0: no cap)"
     )
     parser.add_argument(
-        "--rate", type=float, default=20.0, help="requests a second per key (0: no cap)"
+        "--rate", type=_cap(float), default=20.0, help="requests a second per key (0: no cap)"
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=30.0, help="seconds to wait upstream (more than 0)"
+    )
     parser.add_argument(
         "--upstream-rate",
-        type=float,
+        type=_cap(float),
         default=0.0,
         help="creates a second sent upstream, in turn by key (0: no cap)",
     )

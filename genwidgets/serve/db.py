@@ -44,6 +44,8 @@ SCALE = 1_000_000
 #: times a PostgreSQL transaction is tried again after a deadlock or a serialization failure
 RETRIES = 8
 _BUSY_MS = 60_000
+#: seconds a transaction may wait for SQLite's write lock
+LOCK_WAIT = _BUSY_MS / 1000
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)

@@ -23,6 +23,7 @@ from ..errors import ServeError
 from ..protocol.gate import GATE_CEILING
 from ..protocol.records import queue_url, says_rate_limited
 from .budgets import (
+    STALE_SENDING,
     forgotten,
     heard,
     hold_creates,
@@ -46,9 +47,6 @@ MOST_PER_SWEEP = 10 * BATCH
 SWEEP_SECONDS = 30.0
 #: status requests a sweep has upstream at once
 ASKS_AT_ONCE = 4
-#: seconds after which a create still ``sending`` is taken as one whose process stopped
-#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
-STALE_SENDING = 600.0
 #: seconds between asks about a task upstream answered 404 for: known again, or ended
 UNKNOWN_EVERY = 60.0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,7 +125,12 @@ class Upstream:
         timeout: float = 30.0,
         connect_timeout: float = 5.0,
     ) -> None:
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"the upstream timeout is seconds more than 0, not {timeout}")
+        if not (math.isfinite(connect_timeout) and connect_timeout > 0):
+            raise ValueError(f"the connect timeout is seconds more than 0, not {connect_timeout}")
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self._key = _header_key(Secret.wrap(key))
         guard_logs()
         self._pool = Http1Pool(

@@ -475,3 +475,69 @@ def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
         capsys, *database, "--upstream", "http://127.0.0.1:9", "--prices", str(prices)
     )
     assert code == 2 and "--prices" in err and says in err, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--timeout", "0"], "--timeout"),
+        (["--timeout", "-5"], "--timeout"),
+        (["--timeout", "nan"], "--timeout"),
+        (["--timeout", "inf"], "--timeout"),
+        (["--timeout", "3600"], "timeout (3600 s)"),
+        (["--max-running", "-1"], "--max-running"),
+        (["--rate", "-1"], "--rate"),
+        (["--upstream-rate", "-0.5"], "--upstream-rate"),
+        (["--rate", "nan"], "--rate"),
+    ],
+)
+def test_a_serve_setting_that_would_make_the_class_unusable_is_refused_at_start(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    says: str,
+) -> None:
+    """``--timeout 0`` (read as "no timeout", as its neighbours' 0 is "no cap") made every
+    create upstream, then called it unknown: no student got a result. ``--max-running
+    -1`` refused every create, ``--rate -1`` every request after the first, for ever. A
+    timeout past the 10 minutes after which a create still sending is given up as dead
+    would hand students tasks the class had given up. Each is refused, naming its flag."""
+    from genwidgets.serve.server import ClassServer
+
+    def served(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a class gateway was served with these settings")
+
+    monkeypatch.setattr(ClassServer, "serve_forever", served)
+    monkeypatch.setenv("GENWIDGETS_UPSTREAM_KEY", "teacher-key")
+    database = ["--database", str(tmp_path / "c.db")]
+    try:  # refused by its flag's type (argparse), or by the settings together
+        code, _, err = run(capsys, *database, "--upstream", "http://127.0.0.1:9", *flags)
+    except SystemExit as refused:
+        code, err = refused.code, capsys.readouterr().err
+    assert code == 2 and says in err, err
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_running": -1},
+        {"max_running": 0},
+        {"rate": -1.0},
+        {"rate": float("nan")},
+        {"upstream_rate": 0.0},
+        {"queue_wait": -1.0},
+        {"queue_wait": 3600.0},
+        {"sweep_every": float("inf")},
+    ],
+)
+def test_the_same_settings_are_refused_by_the_api(tmp_path: Path, settings: dict[str, Any]) -> None:
+    from genwidgets.serve import ServeConfig, Upstream
+
+    upstream = Upstream("http://127.0.0.1:9", "teacher-key")
+    with pytest.raises(ValueError) as refused:
+        ServeConfig(upstream=upstream, database=Database(tmp_path / "c.db"), **settings)
+    assert next(iter(settings)) in str(refused.value)
+    for timeout in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout"):
+            Upstream("http://127.0.0.1:9", "teacher-key", timeout=timeout)

@@ -530,7 +530,15 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             f"The class gateway's upstream answered {answer.status} without saying it does "
             f"not know the task (a proxy's page, a wrong route?): {kept}",
         )
-    if task[7] is not None and answer.status < 400:  # answered: a stretch of 404s is over
+    if (
+        tail == "status"
+        and answer.status >= 400
+        and not says_rate_limited(answer.status, answer.body)
+    ):
+        # a lasting 400, 403 or 5xx to its status counts as the sweep counts it: kept,
+        # but only for a bounded stretch (it held its key's place for ever)
+        await run_in_threadpool(unanswered, db, task[0])
+    if task[7] is not None and answer.status < 400:  # answered: a stretch of errors is over
         await run_in_threadpool(heard, db, task[0])
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet

@@ -437,15 +437,16 @@ def release(
     return db.run(work)
 
 
-#: seconds of nothing but 404 or 410 answers to the sweep, none of them upstream's word
-#: (``Not found.``, ``Request expired``), after which a task is taken as gone all the same
-#: (:func:`unanswered`): ten times :data:`GONE_AFTER`, past any deploy's proxy pages
+#: seconds of nothing but error answers to its status, none of them upstream's word
+#: (``Not found.``, ``Request expired``, a 400, a 403 after the teacher's key changed, a
+#: lasting 5xx), after which a task is taken as gone all the same (:func:`unanswered`):
+#: ten times :data:`GONE_AFTER`, past any deploy's proxy pages
 LOST_AFTER = 600.0
-#: why a task upstream answered only 404 or 410 for, for :data:`LOST_AFTER`, is ``unknown``
+#: why a task upstream answered only errors for, for :data:`LOST_AFTER`, is ``unknown``
 LOST = (
-    f"upstream answered only 404 or 410 for it for {LOST_AFTER / 60:g} minutes, never its "
-    "'Request not found': it may have been made and billed, so its cost stays reserved "
-    "until the teacher settles it"
+    f"upstream answered only errors for it for {LOST_AFTER / 60:g} minutes (a 404 or 410 "
+    "never its 'Request not found', another 4xx, a 5xx): it may have been made and billed, "
+    "so its cost stays reserved until the teacher settles it"
 )
 
 
@@ -480,9 +481,10 @@ def forgotten(db: Database, task_id: str) -> bool:
 
 
 def unanswered(db: Database, task_id: str, *, now: float | None = None) -> bool:
-    """Upstream answered the sweep 404 or 410 for the task without its word that it does
-    not know it (a proxy's page, a router's ``Not Found``, or a wording of its own). One
-    such answer settles nothing; the first starts a stretch, which a status answer ends
+    """Upstream answered an error for the task's status without its word that it does
+    not know it (a proxy's page, a router's ``Not Found``, a wording of its own, a 400
+    "expired", a 403 after the teacher's key changed, a 5xx). One such answer settles
+    nothing; the first starts a stretch, which a status answer ends
     (:func:`heard`), and a task answered nothing else for :data:`LOST_AFTER` seconds is
     :func:`forgotten` all the same, or it held its key's place for ever. Whether it moved."""
     now = time.time() if now is None else now
@@ -494,7 +496,7 @@ def unanswered(db: Database, task_id: str, *, now: float | None = None) -> bool:
         if row[1] is None:
             tx.run("UPDATE tasks SET missing_since = ? WHERE id = ?", (now, task_id))
             return False
-        ended = f"gone upstream (only 404 or 410 for {LOST_AFTER / 60:g} minutes)"
+        ended = f"gone upstream (only errors for {LOST_AFTER / 60:g} minutes)"
         return now - row[1] >= LOST_AFTER and _forget(tx, task_id, LOST, ended, now)
 
     return db.run(work)

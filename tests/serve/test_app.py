@@ -809,7 +809,7 @@ def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
     states, taken = sweep_answered(db, [gone, RUNNING, gone, ROUTER_404])
     assert states == ["open", "open", "open", "unknown"] and taken
     task = tasks_of(db)[-1]
-    assert task["charged"] and "only 404 or 410" in task["error"]
+    assert task["charged"] and "only errors" in task["error"]
 
 
 class RefusingUpstream(OneTaskGateway):
@@ -1207,7 +1207,7 @@ def test_a_stretch_of_404s_to_a_students_polls_is_bounded_without_a_sweep(
         upstream_server.close()
     assert states == ["open", "open", "open", "unknown"] and taken == 200
     task = tasks_of(db)[-1]
-    assert task["charged"] and "only 404 or 410" in task["error"]
+    assert task["charged"] and "only errors" in task["error"]
 
 
 def test_a_failed_tasks_error_is_escaped_once_in_tasks_json(
@@ -1645,3 +1645,63 @@ def test_a_create_reserving_when_the_server_stops_is_given_back(
     assert not task["charged"]
     assert usage(check)["keys"][0]["held"] == {}
     check.close()
+
+
+#: upstream answering a task's status with a lasting error other than a 404 or 410
+lasting_errors = pytest.mark.parametrize(
+    "lasting",
+    [
+        (400, "application/json", b'{"detail": "Task expired"}'),
+        (403, "application/json", b'{"error": {"code": "FORBIDDEN", "message": "old key"}}'),
+        (500, "text/html", b"<html>500 Internal Server Error</html>"),
+    ],
+    ids=["400-expired", "403-rotated-key", "500"],
+)
+
+
+@lasting_errors
+def test_a_task_the_sweep_hears_only_errors_about_for_a_long_stretch_frees_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lasting: tuple[int, str, bytes]
+) -> None:
+    """Only 404s and 410s started the bounded stretch: a task upstream answered a lasting
+    400, 403 (the teacher's key rotated) or 500 for stayed ``open`` for ever, holding
+    its key's place and its reservation, and the teacher could not end it. Any error
+    answer but a rate limit counts (``LOST_AFTER``, 0 here: from the second on)."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    states, taken = sweep_answered(db, [lasting, RUNNING, lasting, lasting])
+    assert states == ["open", "open", "open", "unknown"] and taken
+    task = tasks_of(db)[-1]
+    assert task["charged"] and "only errors" in task["error"]
+
+
+@lasting_errors
+def test_a_task_a_student_polls_hearing_only_errors_for_a_long_stretch_frees_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lasting: tuple[int, str, bytes]
+) -> None:
+    """The same stretch, counted by the student's status polls (no sweep)."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
+    ForgetfulUpstream.answer = RUNNING
+    upstream_server = LoopbackServer(ForgetfulUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    states: list[str] = []
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            handle = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json()
+            for answer in (lasting, RUNNING, lasting, lasting):
+                ForgetfulUpstream.answer = answer
+                assert api.get(handle["status_url"]).status_code != 500
+                states.append(tasks_of(db)[0]["state"])
+            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code
+    finally:
+        upstream_server.close()
+    assert states == ["open", "open", "open", "unknown"] and taken == 200

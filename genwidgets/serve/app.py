@@ -333,7 +333,19 @@ async def _record_create(
             "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
         )
         try:
-            await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
+            # from unknown too: a sweep may have taken a create upstream was slow to
+            # answer as one whose process stopped (it had no upstream id to follow)
+            moved = await run_in_threadpool(
+                partial(
+                    move,
+                    db,
+                    task_id,
+                    "open",
+                    source=("sending", "unknown"),
+                    upstream_id=upstream_id,
+                    error=None,
+                )
+            )
         except ServeError:
             log.error(
                 "create %s by %s: upstream made it as %s, but it could not be recorded; once "
@@ -344,6 +356,15 @@ async def _record_create(
                 task_id,
             )
             raise
+        if not moved:  # settled meanwhile (by the teacher): the upstream id is kept here
+            log.error(
+                "create %s by %s: upstream made it as %s after it was settled here; check "
+                "it upstream and its settlement (serve tasks --key %s)",
+                task_id,
+                key.name,
+                upstream_id,
+                key.name,
+            )
         position = answer.body.get("queue_position")
         return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
     if not refused:  # a 5xx, or a 2xx without a request id

@@ -26,7 +26,7 @@ from genwidgets.cli import main
 from genwidgets.errors import GatewayError, OutcomeUnknown, RequestNotFound, ServeError
 from genwidgets.protocol.body import Answer
 from genwidgets.protocol.http import is_refusal
-from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, app, budgets, sweep
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.config import ServeState
 from genwidgets.serve.db import storage_error
@@ -1705,3 +1705,45 @@ def test_a_task_a_student_polls_hearing_only_errors_for_a_long_stretch_frees_its
     finally:
         upstream_server.close()
     assert states == ["open", "open", "open", "unknown"] and taken == 200
+
+
+def test_a_create_given_up_as_stale_while_upstream_still_had_it_keeps_its_handle(
+    tmp_path: Path,
+) -> None:
+    """A create still waiting for upstream when a sweep took it as one whose process had
+    stopped (``unknown``, no upstream id): the handle that then came was not recorded
+    (the move to ``open`` from ``sending`` found nothing to move), yet the student got
+    it, and its every poll was ``Request not found``. The late handle is recorded."""
+    HeldUpstream.go.clear()
+    HeldUpstream.refuse = False
+    upstream_server = LoopbackServer(HeldUpstream)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    config = ServeConfig(
+        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
+    )
+    answers: list[httpx.Response] = []
+    try:
+        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            sender = threading.Thread(
+                target=lambda: answers.append(
+                    api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE)
+                )
+            )
+            sender.start()
+            wait_for(lambda: tasks_of(db, state="sending"), what="the create to be sent")
+            later = time.time() + budgets.STALE_SENDING + 1  # a sweep, 10 minutes on
+            sweep.claim(db, 5.0, now=later)
+            assert tasks_of(db)[0]["state"] == "unknown"
+            HeldUpstream.go.set()
+            sender.join(60)
+            [handle] = answers
+            assert handle.status_code == 200, handle.text
+            status = api.get(handle.json()["status_url"])
+    finally:
+        HeldUpstream.go.set()
+        upstream_server.close()
+    assert status.status_code == 200 and status.json()["status"] == "COMPLETED", status.text
+    assert tasks_of(db)[0]["state"] == "done"

@@ -4,6 +4,8 @@ PostgreSQL (``postgresql://...``, for several server processes on one database).
 SQL is written once with ``?`` placeholders and ``{lock}`` after a row read that a
 write transaction will change: PostgreSQL gets ``%s`` and ``FOR UPDATE``, SQLite holds
 the whole database from ``BEGIN IMMEDIATE`` on, so a read there is already locked.
+``{skip}`` takes rows another transaction has not locked (``FOR UPDATE SKIP LOCKED``):
+a claim of work, which passes over what another process is claiming.
 Each thread keeps its own connection. The schema is versioned (:data:`MIGRATIONS`,
 applied in order under a lock by :meth:`Database.migrate`):
 docs/decisions.md#serve-storage.
@@ -110,7 +112,7 @@ class Tx:
 
     def sql(self, text: str) -> str:
         lock = " FOR UPDATE" if self._postgres else ""
-        text = text.replace("{lock}", lock)
+        text = text.replace("{lock}", lock).replace("{skip}", lock and lock + " SKIP LOCKED")
         return text.replace("?", "%s") if self._postgres else text
 
     def run(self, text: str, params: Sequence[Any] = ()) -> int:

@@ -70,8 +70,8 @@ def claim(
         _give_up_sending(tx, now)
         due = (
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
-            "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ?"
-        )
+            "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ? {{skip}}"
+        )  # on PostgreSQL, rows another process is claiming are passed over
         fresh = tx.rows(
             due.format(
                 "checked_at IS NULL AND state IN ('open', 'cancelling', 'unknown')", "created_at"

@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import h11
 
+from .._config import hide_userinfo
 from .._workers import wait_within
 from ..errors import UpstreamFault
 
@@ -140,7 +141,8 @@ class Http1Pool:
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the upstream gateway's URL must be http(s)://host, not {base_url!r}")
+            shown = hide_userinfo(base_url)
+            raise ValueError(f"the upstream gateway's URL must be http(s)://host, not {shown!r}")
         self._tls = ssl_context if parts.scheme == "https" else None
         if parts.scheme == "https" and self._tls is None:
             self._tls = ssl.create_default_context()

@@ -15,10 +15,11 @@ import logging
 import math
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import Secret, redact
+from .._config import Secret, hide_userinfo, redact
 from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
 from ..protocol.body import MAX_DEPTH, Answer, redact_json
@@ -129,6 +130,12 @@ class Upstream:
             raise ValueError(f"the upstream timeout is seconds more than 0, not {timeout}")
         if not (math.isfinite(connect_timeout) and connect_timeout > 0):
             raise ValueError(f"the connect timeout is seconds more than 0, not {connect_timeout}")
+        if "@" in urlsplit(base_url).netloc:  # never sent: shown, it would leak
+            raise ValueError(
+                f"the upstream gateway's URL {hide_userinfo(base_url)} holds credentials, "
+                f"which are never sent (the teacher's key signs every request, from "
+                "GENWIDGETS_UPSTREAM_KEY): give the URL without them"
+            )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._key = _header_key(Secret.wrap(key))

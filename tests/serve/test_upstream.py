@@ -309,3 +309,21 @@ def test_a_key_holding_a_character_no_header_can_carry_is_refused_without_showin
     said = str(caught.value)
     assert named in said and "character 9 of 25" in said
     assert "TEACHERSECRET" not in said and "sk-live" not in said
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://classadmin:pw-S3CRET@127.0.0.1:9",
+        "http://pw-S3CRET@127.0.0.1:9/gw",
+        "ftp://classadmin:pw-S3CRET@127.0.0.1:9",
+    ],
+    ids=["user-password", "token-as-user", "not-http"],
+)
+def test_an_upstream_url_with_credentials_is_refused_without_showing_them(url: str) -> None:
+    """Credentials in the upstream's URL are never sent (the teacher's key signs every
+    request), but they were copied into students' output URLs, made absolute against
+    it, and printed on the ready line and in the repr. Refused, never shown."""
+    with pytest.raises(ValueError) as refused:
+        Upstream(url, TEACHER_KEY)
+    assert "pw-S3CRET" not in str(refused.value), str(refused.value)

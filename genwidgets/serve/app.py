@@ -394,7 +394,11 @@ async def _passed_on(
             except ServeError as exc:  # the student is told to wait all the same
                 log.warning("upstream's rate limit could not be written: %s", exc)
         raise rate_limited(wait)
-    if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
+    # students' keys never go upstream: any 401 is the teacher's key refused, in whatever
+    # shape (a gateway in front of upstream answers {"message": ...}); a 403 only in the
+    # error shape (another 403 may be the task's or the model's, passed on as it came)
+    shaped = isinstance(answer.body, dict) and "error" in answer.body
+    if answer.status == 401 or (answer.status == 403 and shaped):
         log.error("upstream refused the teacher's key (%s)", answer.status)
         return _failure(
             502,
@@ -402,6 +406,8 @@ async def _passed_on(
             "The class gateway's upstream refused its key: tell your teacher"
             + (" (nothing was billed)" if refused_create else ""),
         )
+    if answer.status == 403:  # the teacher sees it too: a key refused in another shape?
+        log.warning("upstream answered 403, passed on: if every request gets it, check its key")
     if answer.body is None:
         return _failure(502, "UPSTREAM_ERROR", f"upstream answered {answer.status}")
     return JSONResponse(answer.body, status_code=answer.status)

@@ -1747,3 +1747,33 @@ def test_a_create_given_up_as_stale_while_upstream_still_had_it_keeps_its_handle
         upstream_server.close()
     assert status.status_code == 200 and status.json()["status"] == "COMPLETED", status.text
     assert tasks_of(db)[0]["state"] == "done"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"message": "Invalid authentication credentials"}, {"detail": "Unauthorized"}, None],
+    ids=["kong", "detail", "no-json"],
+)
+def test_any_401_upstream_is_the_teachers_key_refused_never_the_students(
+    refusing: tuple[str, Database], caplog: pytest.LogCaptureFixture, body: Any
+) -> None:
+    """Students' keys never go upstream, so any 401 from it is the teacher's key refused.
+    Only one in the spec's error shape was said so: a gateway in front of upstream
+    (``{"message": ...}``) reached the student as a 401 on their own key, which works,
+    and the teacher's log was silent."""
+    caplog.set_level(logging.ERROR, logger="genwidgets.serve")
+    base, db = refusing
+    RefusingUpstream.create = (401, body, None)
+    RefusingUpstream.poll = (401, body, None)
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        create = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+        budgets.move(db, task_id, "open", upstream_id="r1")
+        poll = api.get(f"/v1/queue/{IMAGE}/requests/{task_id}/status")
+    for answer in (create, poll):
+        assert answer.status_code == 502, answer.text
+        assert answer.json()["error"]["code"] == "UPSTREAM_KEY_REFUSED"
+    assert "nothing was billed" in create.text
+    assert "refused the teacher's key" in caplog.text

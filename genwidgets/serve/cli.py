@@ -456,10 +456,31 @@ def _run(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+#: the commands that make a class's first rows (and its SQLite file); the others read or
+#: change what is there
+_FIRST_COMMANDS = {None, "groups", ("keys", "add"), ("keys", "roster")}
+
+
+def _existing(db: Database, args: argparse.Namespace) -> None:
+    """A command that reads or changes the class's keys and tasks refuses a SQLite file
+    that is not there: the default is relative to the working folder, and ``serve hold``
+    from another one made an empty database and said "not held back"."""
+    command = args.serve_command
+    if command == "keys":
+        command = ("keys", args.keys_command)
+    if db.path is None or command in _FIRST_COMMANDS or db.path.exists():
+        return
+    raise GenwidgetsError(
+        f"no class database at {db.path}: give --database (or {ENV_DATABASE}) as the "
+        "class's server has it"
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """``genwidgets serve ...``; the exit status."""
     db = Database(args.database)
     try:
+        _existing(db, args)
         db.migrate()
         if args.serve_command == "keys":
             return _keys(db, args)

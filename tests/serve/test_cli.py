@@ -541,3 +541,28 @@ def test_the_same_settings_are_refused_by_the_api(tmp_path: Path, settings: dict
     for timeout in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="timeout"):
             Upstream("http://127.0.0.1:9", "teacher-key", timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["hold"],
+        ["usage"],
+        ["tasks"],
+        ["keys", "list"],
+        ["keys", "revoke", "alice"],
+        ["keys", "rotate", "alice"],
+        ["keys", "set", "alice", "--images", "3"],
+    ],
+)
+def test_a_teachers_command_pointed_at_no_class_database_makes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """``serve hold`` from another folder (the default database is relative) made an
+    empty database there and said "not held back"; a typo the same. A command that
+    reads or changes the class's keys and tasks refuses a database that is not there,
+    naming it, and makes nothing."""
+    missing = tmp_path / "class" / "genwidgets-clas.db"
+    code, _, err = run(capsys, "--database", str(missing), *command)
+    assert code == 2 and f"no class database at {missing}" in err, err
+    assert not missing.exists() and not missing.parent.exists()

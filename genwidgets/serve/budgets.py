@@ -74,6 +74,9 @@ GONE_AFTER = 60.0
 #: seconds after which a create still ``sending`` is taken as one whose process stopped
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
+#: seconds after which a create still ``sending`` is likely one whose process stopped:
+#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream)
+LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
@@ -87,6 +90,24 @@ def refusal(
     """A request refused before anything reached upstream, as the gateway's error shape
     (``code`` None: a ``detail`` answer)."""
     return ServeError(message, status=status, code=code, retry_after=retry_after)
+
+
+def _running_limit(
+    running: int, moving: int, oldest_sending: float | None, limit: int, now: float
+) -> ServeError:
+    """The 429 of a key at its running cap. When every place is held by a create
+    ``sending`` for longer than :data:`LONG_SENDING` (its process likely stopped
+    mid-send: kill -9), the place frees only when it is given up as ``unknown``, up to
+    :data:`STALE_SENDING` after it began: said, and waited for, not retried each second."""
+    why = f"this key has {running} tasks running, at most {limit} at once"
+    if moving or oldest_sending is None:
+        return rate_limited(1.0, why)
+    left = max(1.0, oldest_sending + STALE_SENDING - now)
+    why += (
+        f"; its running places are held by creates sending for {now - oldest_sending:.0f} s "
+        f"(their server may have stopped mid-send): one frees within {left:.0f} s"
+    )
+    return rate_limited(left, why)
 
 
 def rate_limited(wait: float, why: str = "") -> ServeError:
@@ -245,13 +266,13 @@ def reserve(
         if limit is not None:
             marks = ", ".join("?" for _ in LIVE)
             row = tx.one(
-                f"SELECT COUNT(*) FROM tasks WHERE key_name = ? AND state IN ({marks}) "
-                "AND cached_from IS NULL",
-                (key.name, *LIVE),
+                f"SELECT COUNT(*), SUM(CASE WHEN state = 'sending' AND created_at < ? "
+                "THEN 0 ELSE 1 END), MIN(CASE WHEN state = 'sending' THEN created_at END) "
+                f"FROM tasks WHERE key_name = ? AND state IN ({marks}) AND cached_from IS NULL",
+                (now - LONG_SENDING, key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
-                why = f"this key has {row[0]} tasks running, at most {limit} at once"
-                raise rate_limited(1.0, why)
+                raise _running_limit(int(row[0]), int(row[1] or 0), row[2], limit, now)
         group = _group_row(tx, key.group) if key.group else None
         task_id = str(uuid.uuid4())
         if group is not None and group[2] > 0 and cache_key is not None:

@@ -29,6 +29,8 @@ from .._html import Html, join, tag
 from ..errors import GenwidgetsError, PayloadError
 from .budgets import (
     HOLDS,
+    LOST_AFTER,
+    STALE_SENDING,
     clear_hold,
     holding_creates,
     price_table,
@@ -363,16 +365,31 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
             state = task_state(db, args.settle)
             if state is None:
                 raise GenwidgetsError(f"no task {args.settle!r}: see serve tasks --state unknown")
-            raise GenwidgetsError(
-                f"task {args.settle!r} is {state}, not unknown (upstream's answer to the sweep "
-                "or a poll settled it, or it was settled before): nothing changed"
-            )
+            raise GenwidgetsError(f"task {args.settle!r} is {state}, not unknown: {_why(state)}")
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
     lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
     say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
     return 0
+
+
+def _why(state: str) -> str:
+    """Why a task that is not ``unknown`` cannot be settled, by its state."""
+    if state == "sending":
+        minutes = STALE_SENDING / 60
+        return (
+            "it is still being sent, or its server process stopped mid-send; it becomes "
+            f"unknown {minutes:g} minutes after its create (the sweep), then settle it. "
+            "Nothing changed"
+        )
+    if state in ("open", "cancelling"):
+        return (
+            "upstream has it and the class gateway follows it (a poll or the sweep settles "
+            "it as it ends); it becomes unknown if upstream answers only errors about it "
+            f"for {LOST_AFTER / 60:g} minutes. Nothing changed"
+        )
+    return "it was settled (by upstream's answer, or by a settle before). Nothing changed"
 
 
 def _hold(db: Database, args: argparse.Namespace) -> int:

@@ -566,3 +566,27 @@ def test_a_teachers_command_pointed_at_no_class_database_makes_none(
     code, _, err = run(capsys, "--database", str(missing), *command)
     assert code == 2 and f"no class database at {missing}" in err, err
     assert not missing.exists() and not missing.parent.exists()
+
+
+def test_settling_a_task_that_is_not_unknown_says_what_it_is_waiting_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After kill -9 mid-create, ``--settle`` of the ``sending`` task said a sweep or a
+    poll had settled it, when nothing had: it says it is still being sent, or its
+    process stopped mid-send, and when it can be settled."""
+    from genwidgets.serve import budgets
+
+    database = tmp_path / "class.db"
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    sending = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    opened = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    budgets.move(db, opened, "open", upstream_id="u1")
+    db.close()
+    base = ["--database", str(database), "tasks", "--made", "--settle"]
+    code, _, err = run(capsys, *base, sending)
+    assert code == 2 and "still being sent" in err and "10 minutes" in err, err
+    code, _, err = run(capsys, *base, opened)
+    assert code == 2 and "upstream has it" in err, err

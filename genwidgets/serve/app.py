@@ -67,6 +67,8 @@ __all__ = ["create_app", "serve_state"]
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
+#: how a student is told that a request upstream failed, before the fault's own sentence
+_UPSTREAM_FAILED = "The class gateway's request upstream failed: "
 
 
 def serve_state(request: Request) -> ServeState:
@@ -255,7 +257,7 @@ async def _forward_create(
             return _failure(
                 502,
                 "UPSTREAM_UNAVAILABLE",
-                f"The class gateway {fault.message}: nothing was billed",
+                f"{_UPSTREAM_FAILED}{fault.message}; nothing was billed",
             )
         answer = fault
     except asyncio.CancelledError:  # the server stops (SIGTERM) while upstream has it
@@ -314,7 +316,7 @@ async def _record_create(
     if isinstance(answer, ServeError):
         await run_in_threadpool(move, db, task_id, "unknown", error=answer.message[:500])
         log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
-        why = f"The class gateway's upstream did not answer ({answer.message})"
+        why = _UPSTREAM_FAILED + answer.message
         return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
     # refused, never made, so never a task to charge: a 3xx or 4xx, a 2xx in the spec's
     # error shape (its error codes are shown, not their statuses), or a rate limit under any
@@ -522,10 +524,9 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             return _failure(
                 502,
                 "UPSTREAM_UNAVAILABLE",
-                f"The class gateway's request upstream failed: {fault.message}; nothing was "
-                "cancelled, try again",
+                f"{_UPSTREAM_FAILED}{fault.message}; nothing was cancelled, try again",
             )
-        return _failure(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
+        return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
     # refused: the task is as it was. A 5xx may have been applied (a proxy's 504), but a
     # rate limit under any status is a refusal, as for a create (the replicate dialect's 503)
     refused_cancel = answer.refused and (

@@ -245,6 +245,10 @@ class Http1Pool:
                     raise UpstreamFault(
                         "the upstream connection failed (RemoteProtocolError)", sent=True
                     ) from None
+            except _TooLarge:
+                raise UpstreamFault(
+                    f"upstream's answer was over {_size(max_body)}", sent=True
+                ) from None
             except TimeoutError:
                 raise UpstreamFault(
                     "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
@@ -285,7 +289,7 @@ class Http1Pool:
             elif isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > max_body:
-                    raise h11.RemoteProtocolError(f"answer over {max_body} bytes")
+                    raise _TooLarge
                 chunks.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 return Answer(status, headers, b"".join(chunks))
@@ -297,6 +301,15 @@ class Http1Pool:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _size(count: int) -> str:
+    """A byte count as said to a student: ``8 MB`` when whole megabytes."""
+    return f"{count >> 20} MB" if count and not count % (1 << 20) else f"{count} bytes"
+
+
+class _TooLarge(Exception):
+    """An answer longer than the cap: its connection is not kept."""
 
 
 class _StaleConnection(Exception):

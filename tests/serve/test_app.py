@@ -1777,3 +1777,34 @@ def test_any_401_upstream_is_the_teachers_key_refused_never_the_students(
         assert answer.json()["error"]["code"] == "UPSTREAM_KEY_REFUSED"
     assert "nothing was billed" in create.text
     assert "refused the teacher's key" in caplog.text
+
+
+def test_a_fault_upstream_reads_as_a_sentence_and_an_answer_over_the_cap_says_so(
+    refusing: tuple[str, Database], tmp_path: Path
+) -> None:
+    """Students read "The class gateway the upstream connection failed
+    (RemoteProtocolError)" for an answer over the 8 MB cap, and "The class gateway the
+    upstream gateway did not answer in time" for a timeout: each fault is one sentence,
+    and the cap is named as the cap."""
+    base, db = refusing
+    RefusingUpstream.poll = (200, {"status": "IN_PROGRESS", "pad": "x" * (9 << 20)}, None)
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        huge = api.get(handle["status_url"])
+    assert huge.status_code == 502
+    said = huge.json()["error"]["message"]
+    assert said == "The class gateway's request upstream failed: upstream's answer was over 8 MB"
+    lone = Database(tmp_path / "lone.db")
+    lone.migrate()
+    token = add_key(lone, "bo", {"tasks": 5})
+    config = ServeConfig(
+        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=lone, sweep_every=0
+    )
+    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        down = api.post(f"/v1/queue/{IMAGE}", json=ONE, timeout=60)
+    said = down.json()["error"]["message"]
+    assert said.startswith("The class gateway's request upstream failed: cannot reach"), said
+    assert said.endswith("; nothing was billed"), said

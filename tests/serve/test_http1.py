@@ -151,7 +151,7 @@ def test_an_answer_over_the_cap_is_a_fault_and_its_connection_is_not_kept() -> N
         pool = _pool(base)
         with pytest.raises(UpstreamFault) as caught:
             await pool.request("GET", "/big", [], None, max_body=1000)
-        assert caught.value.sent
+        assert caught.value.sent and "over 1000 bytes" in str(caught.value)
         answer = await pool.request("GET", "/small", [], None, max_body=1000)
         assert answer.body == b"small" and len(connections) == 2
         await pool.close()

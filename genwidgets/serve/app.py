@@ -38,6 +38,7 @@ from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
     LIVE,
     SHARED_CANCEL,
+    TOLD,
     Reservation,
     as_counted,
     ask_cancel,
@@ -150,8 +151,9 @@ async def create_task(request: Request) -> Response:
             raise refusal(422, None, describe_errors(exc.errors)) from None
         amounts = charge_of(endpoint, payload, config.prices)
         wait = await _read(state, holding_creates, config.database)
-        if wait > 0:
-            raise rate_limited(wait)
+        if wait > 0:  # told the longer wait upstream said, if it was past the hold's ceiling
+            told = await _read(state, partial(holding_creates, config.database, what=TOLD))
+            raise rate_limited(max(wait, told))
         reservation = await _reserve(
             config, key, endpoint, amounts, cache_key_of(endpoint, payload)
         )
@@ -389,13 +391,16 @@ async def _passed_on(
     the client waits, unless the teacher clears it: ``serve hold --clear``), the
     teacher's key refused as the server's fault, anything else as upstream said it."""
     if says_rate_limited(answer.status, answer.body):
-        wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
+        told = max(1.0, answer.retry_after or 1.0)  # said as upstream said it: a 3600 s
+        # quota said as 600 s was retried 50 minutes early (protocol/http.py's rule)
         if refused_create:  # a poll's limit is its poller's: upstream may still take creates
             try:
-                await run_in_threadpool(hold_creates, state.config.database, wait)
+                await run_in_threadpool(
+                    partial(hold_creates, state.config.database, min(GATE_CEILING, told), told=told)
+                )
             except ServeError as exc:  # the student is told to wait all the same
                 log.warning("upstream's rate limit could not be written: %s", exc)
-        raise rate_limited(wait)
+        raise rate_limited(told)
     # students' keys never go upstream: any 401 is the teacher's key refused, in whatever
     # shape (a gateway in front of upstream answers {"message": ...}); a 403 only in the
     # error shape (another 403 may be the task's or the model's, passed on as it came)

@@ -33,6 +33,7 @@ __all__ = [
     "LIVE",
     "LOST_AFTER",
     "SHARED_CANCEL",
+    "TOLD",
     "CancelWay",
     "Reservation",
     "as_counted",
@@ -61,6 +62,9 @@ __all__ = [
 
 #: the holds upstream's rate limit writes (``holds.name``), and what each holds back
 HOLDS = {"creates": "creates", "sweeps": "the sweep's status requests"}
+#: the hold row of upstream's own wait when it was past the creates' hold's ceiling: what
+#: a create held back is told (the hold itself ends sooner, then upstream is asked again)
+TOLD = "creates_told"
 #: task states that hold a place in a key's concurrency cap
 LIVE = ("sending", "open", "cancelling")
 #: task states upstream is asked about (it made them)
@@ -117,19 +121,29 @@ def rate_limited(wait: float, why: str = "") -> ServeError:
 
 
 def hold_creates(
-    db: Database, wait: float, now: float | None = None, *, what: str = "creates"
+    db: Database,
+    wait: float,
+    now: float | None = None,
+    *,
+    what: str = "creates",
+    told: float | None = None,
 ) -> None:
     """Upstream refused a create with a rate limit: every process sends no create for
     ``wait`` seconds (a longer hold already written stays). ``what="sweeps"``: the same
-    for the sweep's status requests (a status answered 429)."""
-    until = (time.time() if now is None else now) + wait
-    db.run(
-        lambda tx: tx.run(
-            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-            (what, until),
-        )
-    )
+    for the sweep's status requests (a status answered 429). ``told``: upstream's own
+    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`)."""
+    now = time.time() if now is None else now
+    holds = [(what, now + wait)] + ([(TOLD, now + told)] if told and told > wait else [])
+
+    def work(tx: Tx) -> None:
+        for name, until in holds:
+            tx.run(
+                "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
+                (name, until),
+            )
+
+    db.run(work)
 
 
 def holding_creates(db: Database, now: float | None = None, *, what: str = "creates") -> float:
@@ -151,6 +165,8 @@ def clear_hold(db: Database, *, what: str = "creates") -> float:
         if row is None:
             return 0.0
         tx.run("DELETE FROM holds WHERE name = ? AND until = ?", (what, row[0]))
+        if what == "creates":  # upstream's longer word goes with it
+            tx.run("DELETE FROM holds WHERE name = ?", (TOLD,))
         return max(0.0, float(row[0]) - time.time())
 
     return db.run(work)

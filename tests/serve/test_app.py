@@ -1808,3 +1808,23 @@ def test_a_fault_upstream_reads_as_a_sentence_and_an_answer_over_the_cap_says_so
     said = down.json()["error"]["message"]
     assert said.startswith("The class gateway's request upstream failed: cannot reach"), said
     assert said.endswith("; nothing was billed"), said
+
+
+def test_upstreams_retry_after_past_the_holds_ceiling_is_told_as_upstream_said_it(
+    refusing: tuple[str, Database], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Upstream said ``Retry-After: 3600``; students were told 600 (the ceiling of the
+    class's own hold) and retried 50 minutes early, each hold's end sending one more
+    refused create upstream. The hold is capped; what students are told is not."""
+    base, db = refusing
+    RefusingUpstream.create = (429, {"detail": "Rate limit exceeded"}, "3600")
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        limited = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+        RefusingUpstream.create = None
+        held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) == 3600
+    assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 3000
+    assert 0 < budgets.holding_creates(db) <= 600  # the class asks upstream again by then
+    assert budgets.clear_hold(db) > 0 and budgets.holding_creates(db, what="creates_told") == 0

@@ -65,8 +65,8 @@ class ServeConfig:
         longest = self.queue_wait + LOCK_WAIT + self.upstream.timeout
         if longest >= STALE_SENDING:
             raise ValueError(
-                f"timeout ({self.upstream.timeout:g} s) and queue_wait "
-                f"({self.queue_wait:g} s) together are under "
+                f"the upstream timeout (--timeout, {self.upstream.timeout:g} s) and the wait "
+                f"for a turn (queue_wait, {self.queue_wait:g} s) together must stay under "
                 f"{STALE_SENDING - LOCK_WAIT:g} s: a create still being sent after "
                 f"{STALE_SENDING:g} s is given up as one whose process stopped"
             )

@@ -484,7 +484,7 @@ def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
         (["--timeout", "-5"], "--timeout"),
         (["--timeout", "nan"], "--timeout"),
         (["--timeout", "inf"], "--timeout"),
-        (["--timeout", "3600"], "timeout (3600 s)"),
+        (["--timeout", "3600"], "--timeout, 3600 s"),
         (["--max-running", "-1"], "--max-running"),
         (["--rate", "-1"], "--rate"),
         (["--upstream-rate", "-0.5"], "--upstream-rate"),

@@ -95,9 +95,12 @@ def _key_options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _seconds(text: str) -> float:
-    """``--timeout``: seconds more than 0 (0 is no "no timeout": each create would be
-    made upstream and called unknown at once)."""
-    value = float(text)
+    """``--timeout``: seconds more than 0 (0 does not mean "no timeout", as its
+    neighbours' 0 means no cap: each create was made upstream, then called unknown)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"seconds more than 0, not {text}")
     return value
@@ -108,12 +111,15 @@ def _cap(kind: type[int] | type[float]) -> Callable[[str], float]:
     create, or every request after the first)."""
 
     def read(text: str) -> float:
-        value = kind(text)
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
         if not (math.isfinite(value) and value >= 0):
-            raise argparse.ArgumentTypeError(f"0 or more (0: no cap), not {text}")
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{what}, 0 or more (0: no cap), not {text}")
         return value
 
-    read.__name__ = kind.__name__  # argparse names the type in "invalid int value"
     return read
 
 

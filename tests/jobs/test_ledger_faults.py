@@ -1669,6 +1669,78 @@ def test_held_writes_another_process_recorded_first_are_not_recorded_twice(
         assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
 
 
+#: a kernel whose held intents a lock keeps out; told "go", it gets the first create's
+#: handle and the second's failure (both held too), then waits to be killed
+HOLDS_INTENTS_THEN_THEIR_ENDS = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    paid = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+    refused = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 2})
+    print("held", flush=True)
+    sys.stdin.readline()
+    led.writes.record_handle(paid, Handle.from_body("asset-get", {"request_id": "paid"}, "http://gw"))
+    led.writes.record_create_failed(refused, "429: too many", created_nothing=True)
+    print("answered", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_held_handle_reaches_the_row_another_processs_merge_made_of_its_intent(
+    tmp_path: Path,
+) -> None:
+    """Another process's open merged a held intent's note (and removed the pending file)
+    while its kernel still waited for the lock; the create's handle, kept next, named the
+    intent by its ticket alone, so after ``kill -9`` the next open found no row for it:
+    the paid task read ``outcome_unknown`` with no request id (review-21 fault 1)."""
+    from genwidgets.jobs.ledger.file import merge_notes
+
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    Ledger(path).close()
+    script = HOLDS_INTENTS_THEN_THEIR_ENDS
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert kernel.stdin is not None and kernel.stdout is not None
+    try:
+        with Ledger(path) as other, other.transaction() as conn:  # the lock, held here
+            assert kernel.stdout.readline() == "held\n"
+            wait_until(
+                lambda: pending.exists() and pending.read_text().count('"ticket"') == 2,
+                30,
+                "the intents kept",
+            )
+            notes = [json.loads(line) for line in pending.read_text().splitlines()]
+            merge_notes(notes)(conn)  # another open's merge, which then removes the file
+            pending.unlink()
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")  # and the lock is held again
+            kernel.stdin.write("go\n")
+            kernel.stdin.flush()
+            assert kernel.stdout.readline() == "answered\n"
+            wait_until(
+                lambda: pending.exists() and '"failed"' in pending.read_text(), 30, "ends kept"
+            )
+            kernel.kill()  # SIGKILL: its writes never reach the file
+            kernel.wait(30)
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+        rows = sorted((r.payload["n"], r.request_id, r.state) for r in fresh.rows())
+    assert rows == [(1, "paid", "submitted"), (2, None, "not_created")]
+
+
 def test_two_processes_held_creates_in_one_pending_file_each_keep_their_paid_task(
     tmp_path: Path,
 ) -> None:

@@ -143,19 +143,28 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
 
         def row_of(note: Note, placed: int) -> int:
             """The row here of a handle's or failed create's ``placed``: a row id on
-            disk, or a ticket of its process (no row has a negative id)."""
-            return rows.get(_of_process(note, placed), placed)
+            disk, or a ticket of its process (no row has a negative id), found by the
+            intent's note in these notes, else by what the note says of its intent
+            (``intent_at``, ``intent_endpoint``): an earlier merge may have recorded
+            that intent's note and removed its file."""
+            found = rows.get(_of_process(note, placed))
+            at, endpoint = note.get("intent_at"), note.get("intent_endpoint")
+            if (
+                found is None
+                and placed < 0
+                and isinstance(at, (int, float))
+                and not isinstance(at, bool)
+                and isinstance(endpoint, str)
+            ):
+                found = _intent_row(conn, note.get("host"), note.get("pid"), at, endpoint)
+            return placed if found is None else found
 
         recorded = 0
         for note in notes:
             if "ticket" in note:
-                found = conn.execute(
-                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
-                    "AND endpoint = ?",
-                    (note["host"], note["pid"], note["at"], note["endpoint"]),
-                ).fetchone()
+                found = _intent_row(conn, note["host"], note["pid"], note["at"], note["endpoint"])
                 rows[_of_process(note, note["ticket"])] = (
-                    found[0] if found else _insert_intent(conn, note)
+                    found if found is not None else _insert_intent(conn, note)
                 )
             elif (
                 "row" in note
@@ -202,6 +211,18 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
         return recorded
 
     return merge
+
+
+def _intent_row(
+    conn: sqlite3.Connection, host: Any, pid: Any, at: float, endpoint: str
+) -> int | None:
+    """The row of the intent a process (``host``, ``pid``) made at ``at`` on
+    ``endpoint``, if it is on disk: how a note's intent is known in any process."""
+    found = conn.execute(
+        "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? AND endpoint = ?",
+        (host, pid, at, endpoint),
+    ).fetchone()
+    return None if found is None else int(found[0])
 
 
 def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:

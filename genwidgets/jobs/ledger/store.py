@@ -162,11 +162,17 @@ class Ledger:
 
     def _placed(self, note: Note) -> Note:
         """``note`` with what places it without this process: its pid and host, and the
-        row of an intent ticket already on disk (a handle's, a failed create's)."""
+        row of an intent ticket already on disk (a handle's, a failed create's). A ticket
+        with no row here yet comes with its intent's time and endpoint: another process
+        may have recorded that intent from its own note (and removed that file), and
+        finds the row by them (review-21: the paid task was in no row after ``kill -9``)."""
         note.update(pid=os.getpid(), host=HOST)
         for placed in ("row", "failed"):
             if placed in note:
                 note[placed] = self.writes.row_of(note[placed])
+                intent = self.writes.intent_of(note[placed]) if note[placed] < 0 else None
+                if intent is not None:
+                    note["intent_at"], note["intent_endpoint"] = intent
         return note
 
     def _left_behind(self, notes: list[Note], unwritten: int) -> None:

@@ -377,6 +377,58 @@ def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
         led.close()
 
 
+LEAVES_ITS_JOURNALS = textwrap.dedent(
+    """
+    import os, sys
+    from genwidgets.jobs.ledger import Ledger
+    led = Ledger(sys.argv[1])
+    led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 0})
+    assert led.flush(30)
+    os._exit(0)  # as a kernel that ended without closing: its -wal and -shm stay
+    """
+)
+
+
+@contextmanager
+def read_only_with_its_journals(path: Path) -> Iterator[None]:
+    """A ledger an ended kernel left with its ``-wal`` and ``-shm``, all three made
+    unwritable in the block (as a home mounted read-only): SQLite opens them read-only."""
+    subprocess.run([sys.executable, "-c", LEAVES_ITS_JOURNALS, str(path)], check=True, timeout=60)
+    names = [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
+    assert all(name.exists() for name in names)
+    undo = [_make_unwritable(name) for name in names]
+    try:
+        yield
+    finally:
+        for step in undo:
+            step()
+
+
+def test_writes_kept_while_the_home_was_read_only_land_once_it_can_be_written(
+    tmp_path: Path,
+) -> None:
+    """The readers' connection, opened while the home was read-only, kept SQLite's
+    shared state of the file read-only, and every retry of the kept writes shared it:
+    refused for ever, though the home could be written again (review-21 fault 2)."""
+    path = tmp_path / "ledger.sqlite3"
+    with read_only_with_its_journals(path):
+        led = Ledger(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerWarning)  # its own warning is tested above
+            assert led.query("SELECT count(*) FROM tasks") == [(1,)]  # as a Client's open reads
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+            led.writes.record_handle(row, handle("paid"))
+            assert not led.flush(30) and led.unwritable is not None
+    try:
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            wait_until(lambda: led.flush(1), 30, "the kept writes written")
+        assert led.unwritable is None
+    finally:
+        led.close()
+    with Ledger(path) as later:
+        assert "paid" in [r.request_id for r in later.rows()]
+
+
 @contextmanager
 def disk_full_for_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every write transaction of the ledger's writer meets a full disk while the

@@ -36,6 +36,7 @@ from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .schema import addresses_masked, ensure_schema, mask_addresses
 from .writer import (
     FAULT_PAUSE,
+    STALL,
     FaultAction,
     LeftBehind,
     Note,
@@ -305,7 +306,8 @@ class LedgerFile:
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
         self._reopen_reads = False
-        #: a write was refused as read-only: reopened once the file may be written
+        #: a write was refused as read-only: every connection of this process is opened
+        #: anew once the file may be written, not before (see :meth:`may_write_again`)
         self._refused_read_only = False
         self._abandoned: list[sqlite3.Connection] = []
         #: the journal mode the writer's connection got (``wal`` where SQLite allows)
@@ -454,13 +456,9 @@ class LedgerFile:
         """A write transaction (``BEGIN IMMEDIATE``) on the readers' connection, on the
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file). A
-        file SQLite could only open read-only stays so on that connection: refused as
-        read-only, the first write once the file may be written (``os.access``) opens a
-        new one. Not at each refusal: SQLite defers the close of a file another
-        connection of this process locks, so each reopen kept a descriptor."""
+        refusal as read-only is noted: the writer opens the connections anew once the
+        file may be written (:meth:`may_write_again`; the caller asks it first)."""
         with self._lock:
-            if self._refused_read_only and os.access(self.path, os.W_OK):
-                self._refused_read_only, self._reopen_reads = False, True
             try:
                 with immediate(self._connection()) as conn:
                     yield conn
@@ -470,6 +468,35 @@ class LedgerFile:
                 elif read_only(exc):
                     self._refused_read_only = True
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+
+    @property
+    def refused_read_only(self) -> bool:
+        """A write was refused as read-only, and the connections are not opened anew yet."""
+        return self._refused_read_only
+
+    def may_write_again(self) -> bool:
+        """After a write refused as read-only, whether the file and its journals may be
+        written now (``os.access``); then the readers' connection is closed, and the
+        writer, which asks (on its thread), opens its own anew. One connection of this
+        process opened read-only keeps SQLite's shared state of the file read-only for
+        every later one, and defers the close of each refused one: a read-only home
+        written again refused the kept writes for ever, and each retry kept a descriptor
+        (review-21). So nothing is opened again before, and everything together then."""
+        if not self._refused_read_only:
+            return False
+        names = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+        if not os.access(self.path, os.W_OK) or not all(
+            os.access(name, os.W_OK) for name in names if name.exists()
+        ):
+            return False
+        if not self._lock.acquire(timeout=STALL):  # a long read or transaction: next try
+            return False
+        try:
+            self._refused_read_only = False
+            self.close()
+        finally:
+            self._lock.release()
+        return True
 
     def close(self) -> None:
         """Close the readers' connection (the next read opens it again)."""
@@ -486,6 +513,7 @@ class LedgerFile:
         A busy file raises the raw sqlite3 error (the writer retries); a damaged or
         foreign file is moved aside and a new one started.
         """
+        self.may_write_again()  # the readers' connection is closed first, if it may be
         try:
             return self._open_checked()
         except LedgerError as exc:
@@ -552,7 +580,11 @@ class LedgerFile:
         removed, the file deleted or replaced), checked at most every
         :data:`MOVED_CHECK_EVERY` s, on the writer thread. True: the writer opens the
         path anew. What ``conn`` still reads is copied first (a deleted file is written
-        back at the path) and a warning says where (docs/decisions.md#ledger-moved)."""
+        back at the path) and a warning says where (docs/decisions.md#ledger-moved).
+        True as well once a file that refused a write as read-only may be written
+        (:meth:`may_write_again`): ``conn`` was opened read-only."""
+        if self.may_write_again():
+            return True
         now = time.monotonic()
         if self._opened is None or now - self._checked_at < MOVED_CHECK_EVERY:
             return False
@@ -809,6 +841,8 @@ class LedgerFile:
         write given up, or kept on a disk fault (checked when it appears, not at
         each retry).
         """
+        if read_only(exc):  # the connections are opened anew only once it may be written
+            self._refused_read_only = True
         # a file opened before that cannot be opened again (the writer hands that over
         # only then: too many open files) is kept as a disk fault's writes are
         reopen = getattr(exc, "sqlite_errorcode", None) == _CANTOPEN

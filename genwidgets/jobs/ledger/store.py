@@ -284,8 +284,11 @@ class Ledger:
         ``busy_timeout``), after the ledger's own queued writes. Commits when the
         block ends, rolls back on an exception; sqlite3 errors become
         :class:`LedgerError` (a damaged file is then moved aside, as on a failed write
-        of the ledger's own).
+        of the ledger's own). After a refusal as read-only, the writer first opens the
+        connections anew if the file may be written now (``LedgerFile.may_write_again``).
         """
+        if self._file.refused_read_only:
+            self._queue.put(None)  # only opens: the writer's own connection pins it too
         self.flush()
         with self._file.write(on_damage=self._check_on_writer) as conn:
             yield conn

@@ -429,6 +429,29 @@ def test_writes_kept_while_the_home_was_read_only_land_once_it_can_be_written(
         assert "paid" in [r.request_id for r in later.rows()]
 
 
+def test_a_read_only_home_keeps_a_bounded_number_of_descriptors_while_writes_are_kept(
+    tmp_path: Path,
+) -> None:
+    """Each retry of the kept writes opened the file again, and SQLite kept each
+    refused connection's descriptor open while the readers' connection locked the
+    file: one more descriptor a second, and one per flush, without bound (review-21
+    fault 4)."""
+    path = tmp_path / "ledger.sqlite3"
+    with read_only_with_its_journals(path), warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)
+        led = Ledger(path)
+        try:
+            assert led.query("SELECT count(*) FROM tasks") == [(1,)]
+            led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+            assert not led.flush(30)
+            opened = _descriptors_on(path)
+            for _ in range(40):  # each tries the kept writes again, and fails
+                assert not led.flush(30)
+            assert _descriptors_on(path) <= opened + 1
+        finally:
+            led.close()
+
+
 @contextmanager
 def disk_full_for_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every write transaction of the ledger's writer meets a full disk while the

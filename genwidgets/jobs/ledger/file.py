@@ -104,6 +104,11 @@ def read_only(exc: BaseException) -> bool:
     return (code is not None and code & 0xFF == _READONLY) or "readonly database" in str(exc)
 
 
+def _refused() -> sqlite3.OperationalError:
+    """SQLite's refusal of a write to a read-only file, in its words (:func:`read_only`)."""
+    return sqlite3.OperationalError("attempt to write a readonly database")
+
+
 def quick_check(conn: sqlite3.Connection) -> str:
     """``PRAGMA quick_check``: "" when the file is sound, else what it found."""
     found = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
@@ -513,7 +518,8 @@ class LedgerFile:
         A busy file raises the raw sqlite3 error (the writer retries); a damaged or
         foreign file is moved aside and a new one started.
         """
-        self.may_write_again()  # the readers' connection is closed first, if it may be
+        if self._refused_read_only and not self.may_write_again():
+            raise _refused()  # nothing opened: a connection refused so keeps a descriptor
         try:
             return self._open_checked()
         except LedgerError as exc:

@@ -763,6 +763,40 @@ def test_a_batchs_create_leaves_once_its_intent_held_by_a_full_disk_is_kept_besi
 
 
 @pytest.mark.timeout(60)
+def test_bytes_that_are_not_utf8_in_the_pending_notes_skip_their_line_only(
+    tmp_path: Path, locked: Callable[[Path], Lock], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stale disk bytes past the last line (a crash mid-append) made every open of the
+    home raise a bare ``UnicodeDecodeError``: no client could be made, and the paid
+    tasks in the good lines were never recorded (review-21 fault 6)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    at = time.time() - 60
+    where = {"pid": 4242, "host": "another-host", "endpoint": ENDPOINT}
+    intent = {"ticket": -1, "gateway": GATEWAY, "payload": "{}", "at": at, **where}
+    paid = {"row": -1, "request_id": "paid", "at": at + 1, **where}
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_bytes(
+        (json.dumps(intent) + "\n").encode()
+        + b"\x00\xff\xfe\x93 a torn append\n"
+        + (json.dumps(paid) + "\n").encode()
+    )
+    lock = locked(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # the lock's, tested above
+        led = Ledger(path, busy_timeout=0.2)  # read under the lock: listed, not merged
+        try:
+            assert [(e, rid) for e, rid, *_ in led.left_pending()] == [(ENDPOINT, "paid")]
+        finally:
+            led.close()
+    assert "skipped a line of a ledger's pending file" in caplog.text
+    lock.release()
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+        assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+    assert not pending.exists()
+
+
 def test_a_torn_line_in_the_pending_notes_never_swallows_a_later_processs_paid_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -267,6 +267,27 @@ _NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 
 
+#: the log line of a line of a pending file that is not a note
+_SKIPPED = "genwidgets: skipped a line of a ledger's pending file: %.80s"
+
+
+def _notes(data: bytes) -> list[Note]:
+    """The notes of a pending file's bytes. Each line is decoded alone: one that is not
+    UTF-8 (stale disk bytes past a crash's torn append) is skipped, logged, as a line
+    that is not a note is (review-21: decoded whole, the file raised at every open)."""
+    notes: list[Note] = []
+    for raw in data.splitlines():
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            log.warning(_SKIPPED, raw.decode("utf-8", errors="replace"))
+            continue
+        note = _note(line)
+        if note is not None:
+            notes.append(note)
+    return notes
+
+
 def _note(line: str) -> Note | None:
     """One line of a pending file as a note, or None when it is not one (logged)."""
     try:
@@ -280,7 +301,7 @@ def _note(line: str) -> Note | None:
             and all(isinstance(note.get(name), types) for name, types in wanted.items())
         ):
             return note
-    log.warning("genwidgets: skipped a line of a ledger's pending file: %.80s", line)
+    log.warning(_SKIPPED, line)
     return None
 
 
@@ -780,10 +801,9 @@ class LedgerFile:
         write records them. Each with the ``gateway`` of its intent's note when that is
         there too (its intent was held as well)."""
         try:
-            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+            notes = _notes(self.pending_path.read_bytes())
         except OSError:
             return []
-        notes = [note for note in map(_note, lines) if note is not None]
         gateways = {_of_process(n, n["ticket"]): n.get("gateway") for n in notes if "ticket" in n}
         handles = [note for note in notes if "row" in note]
         for note in handles:
@@ -802,10 +822,9 @@ class LedgerFile:
         is simply recorded again by the next open: never claimed, never orphaned."""
         try:
             seen = self.pending_path.stat()
-            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+            notes = _notes(self.pending_path.read_bytes())
         except OSError:
             return  # none (the usual case), or unreadable: left where it is
-        notes = [note for note in map(_note, lines) if note is not None]
 
         def written(future: concurrent.futures.Future[int]) -> None:
             if future.exception() is not None:

@@ -342,6 +342,23 @@ def _descriptors_on(path: Path) -> int:
     return count
 
 
+def test_a_table_write_a_lock_keeps_out_says_it_was_not_saved_who_holds_it_and_what_to_do(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """A grid's rating refused under a lock said only SQLite's "database is locked": not
+    that it was lost, who held the file, nor what to do (review-21 fault 7)."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, busy_timeout=0.5) as led:
+        with led.transaction() as conn:
+            conn.execute("CREATE TABLE extra (n INTEGER)")
+        locked(path)
+        with pytest.raises(LedgerError) as refused, led.transaction() as conn:
+            conn.execute("INSERT INTO extra VALUES (1)")
+        said = str(refused.value)
+        assert "another process holds the ledger" in said and str(path) in said, said
+        assert "not saved" in said and "again once it frees" in said, said
+
+
 def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
     tmp_path: Path,
 ) -> None:

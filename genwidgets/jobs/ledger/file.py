@@ -482,6 +482,7 @@ class LedgerFile:
         """A write transaction (``BEGIN IMMEDIATE``) on the readers' connection, on the
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file). A
+        lock held elsewhere past ``busy_timeout`` is said so, with what to do. A
         refusal as read-only is noted: the writer opens the connections anew once the
         file may be written (:meth:`may_write_again`; the caller asks it first)."""
         with self._lock:
@@ -493,6 +494,12 @@ class LedgerFile:
                     on_damage()
                 elif read_only(exc):
                     self._refused_read_only = True
+                elif is_busy(exc):  # as the reads and a batch's store say it (review-21)
+                    raise LedgerError(
+                        f"another process holds the ledger {self.path} past the "
+                        f"{self.busy_timeout:g} s wait for it; this change was not saved: "
+                        "do it again once it frees"
+                    ) from exc
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
 
     @property

@@ -164,6 +164,9 @@ _ADDRESS_COLUMNS = ("gateway", "status_url", "response_url", "cancel_url", "erro
 #: ``meta`` key: since when the tables the lab keeps in the file hold no password either
 #: (review-21: files marked masked by the key above before it still held them)
 LAB_ADDRESSES_MASKED_SINCE = "lab_addresses_masked_since"
+#: ``meta`` key, while masking: a lab table's value was masked, so the file is rewritten
+#: before it is marked (kept with the change, so a rewrite a full disk put off is not lost)
+LAB_REWRITE_DUE = "lab_addresses_rewrite_due"
 #: the lab's tables and their columns that may hold a gateway's address: a batch's (a
 #: grid's) gateway and a row's (a cell's) error, in the tables of this version and the
 #: ``grids`` / ``grid_cells`` of an older one; each masked where the file has it
@@ -204,7 +207,7 @@ def mask_addresses(conn: sqlite3.Connection) -> None:
     more than a chunk is in memory; then the lab's tables (:func:`_mask_lab_tables`);
     then the file is rewritten (:func:`_rewrite`), and the ``meta`` keys are set once
     that is done. A file whose ``tasks`` were masked before the lab's tables were is
-    rewritten only if those held an address to mask."""
+    rewritten only if those held an address to mask (:data:`LAB_REWRITE_DUE`)."""
     while not addresses_masked(conn):
         tasks_before = addresses_masked(conn, tasks_only=True)
         if not tasks_before:
@@ -212,11 +215,14 @@ def mask_addresses(conn: sqlite3.Connection) -> None:
                 last_done = _mask_chunk(conn)
             if not last_done:
                 continue
-        changed = _mask_lab_tables(conn)
-        if (changed or not tasks_before) and not _rewrite(conn):
+        _mask_lab_tables(conn)
+        due = conn.execute("SELECT 1 FROM meta WHERE key = ?", (LAB_REWRITE_DUE,)).fetchone()
+        if (due or not tasks_before) and not _rewrite(conn):
             return  # the disk is too full to rewrite it: the next open tries again
         with immediate(conn):
-            conn.execute("DELETE FROM meta WHERE key = ?", (ADDRESSES_MASKED_UPTO,))
+            conn.executemany(
+                "DELETE FROM meta WHERE key = ?", [(ADDRESSES_MASKED_UPTO,), (LAB_REWRITE_DUE,)]
+            )
             conn.executemany(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
                 [
@@ -226,14 +232,14 @@ def mask_addresses(conn: sqlite3.Connection) -> None:
             )
 
 
-def _mask_lab_tables(conn: sqlite3.Connection) -> int:
+def _mask_lab_tables(conn: sqlite3.Connection) -> None:
     """The addresses in the lab's tables (:data:`_LAB_ADDRESS_COLUMNS`, those the file
-    has) masked, in transactions of :data:`MASK_CHUNK` rows; returns how many values
-    changed. Started over by a process that stops midway (a value masked stays so)."""
+    has) masked, in transactions of :data:`MASK_CHUNK` rows, each that changes one
+    noting :data:`LAB_REWRITE_DUE`. Started over by a process that stops midway (a
+    value masked stays so)."""
     tables = {
         name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    changed = 0
     for table, column in _LAB_ADDRESS_COLUMNS:
         if table not in tables:
             continue
@@ -249,6 +255,7 @@ def _mask_lab_tables(conn: sqlite3.Connection) -> int:
                 ).fetchall()
                 if found:  # the old text is zeroed, not left in a free part of its page
                     conn.execute("PRAGMA secure_delete = ON")
+                changed = False
                 for rowid, value in found:
                     text = bytes(value).decode("utf-8", errors="surrogateescape")
                     masked = hide_userinfo(text)
@@ -257,11 +264,15 @@ def _mask_lab_tables(conn: sqlite3.Connection) -> int:
                             f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE rowid = ?",
                             (masked.encode("utf-8", errors="surrogateescape"), rowid),
                         )
-                        changed += 1
+                        changed = True
+                if changed:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                        (LAB_REWRITE_DUE, time.time()),
+                    )
             if len(found) < MASK_CHUNK:
                 break
             after = found[-1][0]
-    return changed
 
 
 def _rewrite(conn: sqlite3.Connection) -> bool:

@@ -517,10 +517,10 @@ class LedgerFile:
         (review-21). So nothing is opened again before, and everything together then."""
         if not self._refused_read_only:
             return False
-        names = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
-        if not os.access(self.path, os.W_OK) or not all(
-            os.access(name, os.W_OK) for name in names if name.exists()
-        ):
+        journals = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+        # a journal not there is made in the folder: that must be writable then
+        places = [self.path, *(name if name.exists() else self.path.parent for name in journals)]
+        if not all(os.access(place, os.W_OK) for place in places):
             return False
         if not self._lock.acquire(timeout=STALL):  # a long read or transaction: next try
             return False

@@ -542,7 +542,7 @@ class _Batch:
         url = _remote_url(item.output)
         if origin_text(url) in self.down:
             raise _Failure(
-                f"not tried: {origin_text(url)} gave an output before it no answer in time "
+                f"not tried: {origin_text(url)} did not answer in time for an output before it "
                 "(read it with output.read() once the host answers)"
             )
         return url

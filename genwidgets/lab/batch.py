@@ -183,8 +183,17 @@ class Batch:
         self.paused: str | None = None
         #: set: no create leaves (a pause, a cancel, an interrupt)
         self.stop = threading.Event()
-        #: creates failing in a row in a way that may have billed: the breaker's count
+        #: creates failing in a row (in the order they left) in a way that may have
+        #: billed: the breaker's count, kept on the engine as each create answers
+        #: (:meth:`_count_answer`)
         self.failing = 0
+        #: the failure that brought ``failing`` to :data:`BREAKER_AFTER` (its pause's words)
+        self.tripped_by: Exception | None = None
+        #: creates given to ``send_many`` so far: each one's place in the order they left
+        self._places = 0
+        #: the places of the failures counted, and of the last create that made its task
+        self._failed_at: set[int] = set()
+        self._made_at = -1
         self.plan = plan  # type: ignore[assignment]  # a grid's in a GridRun
         self.client = client
         self.id = batch_id
@@ -404,7 +413,8 @@ class Batch:
         self.stopped = None
         self.cancelled = False
         self.paused = None
-        self.failing = 0
+        self.failing, self.tripped_by = 0, None
+        self._failed_at = set()
         self.stop.clear()
 
     def cancel_created(self, rows: Iterable[BatchRow]) -> int:
@@ -464,8 +474,9 @@ class Batch:
                         self.show_as_stored(by_index[index], stored.get(index))
             if reserved.taken:
                 self._send([by_index[i] for i, _ in reserved.taken])
-            if self.paused is not None:  # the chunk's late answers are counted in it
-                with self.lock:
+            with self.lock:
+                self._heed_breaker()  # counted on the engine, whatever this thread heard
+                if self.paused is not None:  # the chunk's late answers are counted in it
                     self.say_paused()
             self.dirty = True  # the finisher writes the store and tells the views
             if reserved.capped:
@@ -495,13 +506,19 @@ class Batch:
             answered.add(i)
             self._sent(ready[i][0], outcome)
 
+        first, self._places = self._places, self._places + len(ready)
+
+        def on_answer(i: int, outcome: Any) -> None:  # on the engine
+            self._count_answer(first + i, outcome)
+
         try:
             self.client.send_many(
                 [prepared for _, prepared in ready],
                 concurrency=self.concurrency,
                 on_sent=on_sent,
-                hold=self.stop.is_set,
+                hold=self._held,
                 tags=[self.tag(row) for row, _ in ready],
+                on_answer=on_answer,
             )
         finally:
             missing = [row for i, (row, _) in enumerate(ready) if i not in answered]
@@ -512,8 +529,51 @@ class Batch:
         if self.cancelled:  # cancelled while this chunk was in flight
             self.cancel_created(r for r in rows if not r.user_cancelled)
 
+    def _held(self) -> bool:
+        """``send_many``'s ``hold``, asked on the engine as each create takes its slot: a
+        stop, or the breaker's count at its threshold (counted there, so the create after
+        the fifth failure is held, however late this thread hears the answers)."""
+        return self.stop.is_set() or self.failing >= BREAKER_AFTER
+
+    def _count_answer(self, place: int, outcome: Any) -> None:
+        """The breaker's count, on the engine as each create answers and before its slot
+        goes to the next (docs/decisions.md#circuit-breaker), in the order the creates
+        left (``place``): a task made ends the run of the failures that left before it (a
+        create sent earlier that made its task says nothing of those sent since); a 5xx, a
+        lost answer or no contact adds to it (the gateway is in trouble, so the next
+        create may bill for nothing too); a refusal (the row's own) or a create held back
+        neither. At the threshold it holds until asked to go on (``go_on``)."""
+        if self.failing >= BREAKER_AFTER:
+            return
+        if not isinstance(outcome, Exception):
+            self._made_at = max(self._made_at, place)
+            self._failed_at = {p for p in self._failed_at if p > place}
+        elif (
+            place > self._made_at
+            and not (isinstance(outcome, Unreachable) and self.stop.is_set())
+            and (
+                not created_nothing(outcome)
+                or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable))
+            )
+        ):
+            self._failed_at.add(place)
+            if len(self._failed_at) >= BREAKER_AFTER:
+                self.tripped_by = outcome.with_traceback(None)
+        self.failing = len(self._failed_at)
+
+    def _heed_breaker(self) -> None:
+        """Pause once the engine's count reached the threshold (under the lock), in words
+        naming the failure that reached it."""
+        last = self.tripped_by
+        if self.failing >= BREAKER_AFTER and last is not None:
+            self.pause(
+                f"{self.failing} creates in a row failed in a way that may have billed "
+                f"(the last: {type(last).__name__}: {last})"
+            )
+
     def _sent(self, row: BatchRow, outcome: Any) -> None:
         with self.lock:
+            self._heed_breaker()  # first: the creates it held back are seen as held
             if isinstance(outcome, Exception):
                 # held back (nothing sent) while the batch stops or pauses: it waits again
                 held = isinstance(outcome, Unreachable) and self.stop.is_set()
@@ -524,15 +584,6 @@ class Batch:
                     self.update(row, WAITING, release=True)  # nothing made: it goes again
                     return
                 nothing = created_nothing(outcome)  # its units go back; else it may have billed
-                # the breaker counts a 5xx, no answer, no contact: the gateway is in trouble,
-                # so the next create may bill for nothing too (a refusal is the row's own)
-                if not nothing or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable)):
-                    self.failing += 1
-                    if self.failing >= BREAKER_AFTER:
-                        self.pause(
-                            f"{self.failing} creates in a row failed in a way that may have "
-                            f"billed (the last: {type(outcome).__name__}: {outcome})"
-                        )
                 # kept for a sweep's card; its traceback let go (it holds the sender's frames)
                 row.exception = outcome.with_traceback(None)
                 why = not_sent_for(outcome) if nothing else None
@@ -550,7 +601,6 @@ class Batch:
                 if not isinstance(outcome, Unreachable):  # the breaker counts lost contact
                     self.pause(f"a create was not sent: {why} ({outcome})")
                 return
-            self.failing = 0  # a task made ends the breaker's run
             row.error = row.exception = None  # a reason it waited is past
             self.attach(row, outcome)
             self.update(row, CREATED)

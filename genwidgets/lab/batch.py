@@ -323,6 +323,11 @@ class Batch:
                 with self.lock:
                     self._pending[:0] = pending
                 raise
+            refused = {id(u) for u in stale}
+            with self.lock:  # as the store holds them now: another's later change shows
+                for change in pending:
+                    if id(change) not in refused:
+                        self.rows[change.index].synced = change.state
             if stale:
                 self.reread_stale(stale)
             with self.lock:
@@ -350,9 +355,12 @@ class Batch:
 
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now (a row another
-        process holds, as the store has it now: never from this process's older view)."""
+        process holds, as the store has it now: never from this process's older view;
+        ``force``, a last write: every row another process changed since, too)."""
         self.flush()
         self.reread_elsewhere()
+        if force:
+            self.reread_touched()
         with self.lock:
             records = [r.record(self.out) for r in self.rows]
         self.manifest.table(records, force=force)
@@ -462,6 +470,7 @@ class Batch:
                 for index, attempt in reserved.taken:
                     row = by_index[index]
                     row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
+                    row.synced = SENDING
                 if reserved.capped:
                     shown = ", ".join(
                         f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items()
@@ -940,6 +949,35 @@ class Batch:
                 else:
                     self.show_as_stored(row, record)
 
+    def reread_touched(self) -> None:
+        """Rows another process changed in the store since this one last wrote or read
+        them (retried there: a later attempt; resumed there: its files written, its task
+        re-attached and ended), taken as the store has them now, so the process ending
+        last writes its manifest and says its rows as the store holds them, never from
+        its older view ("failed" for a row done there). One whose writer lives is held as
+        that process's (:meth:`show_as_stored`); a row with a change of this process
+        still queued is this process's."""
+        stored = self.store.rows(self.id)
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner} if stored else set()
+        with self.lock:
+            queued = {u.index for u in self._pending}
+            for record in stored:
+                row = self.rows[record.index]
+                if row.elsewhere or row.index in queued or record.attempt < row.attempt:
+                    continue
+                newer = record.attempt > row.attempt
+                if not newer and record.state in (row.synced, row.state):
+                    continue
+                if newer:  # the older attempt's task is not this row's
+                    row.job, row.follow_at = None, None
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                if record.owner in others:
+                    self.show_as_stored(row, record)
+                else:
+                    self.as_stored(row, record)
+                self.dirty = True
+
     def reread_stale(self, refused: Sequence[RowUpdate]) -> None:
         """Rows whose changes the store refused for a later attempt (another process
         reserved them since the attempt each change was learnt of), read again: held as
@@ -965,6 +1003,7 @@ class Batch:
         """A row as its record says: state, request id, error, files (in its run's folder;
         a grid has none)."""
         row.state, row.request_id, row.error = record.state, record.request_id, record.error
+        row.synced = record.state
         row.files = [self.out / name for name in record.files] if self.out is not None else []
 
     def restore(self) -> None:
@@ -1119,13 +1158,13 @@ class Batch:
                     )
                 self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
+            self._final_write()  # the store and both manifests say what wait() saw
         except KeyboardInterrupt:
             self.interrupt()
             raise
         finally:
-            if face is not None:
+            if face is not None:  # its last line after the last write: as the store says
                 face.close(self.snapshot())
-        self._final_write()  # the store and both manifests say what wait() saw
         return self
 
     def cancel(self) -> int:

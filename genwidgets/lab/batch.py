@@ -162,6 +162,10 @@ class Batch:
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
+    #: a sender runs and has not yet decided to end (set and cleared under the lock)
+    _sender_on = False
+    #: rows were asked to be sent while it ran: it looks for them again before it ends
+    _send_again = False
 
     def __init__(
         self,
@@ -1069,9 +1073,9 @@ class Batch:
 
     @property
     def sending(self) -> bool:
-        """Whether its sender runs: rows are being reserved and created."""
-        sender = self._sender
-        return sender is not None and sender.alive()
+        """Whether its sender runs: rows are being reserved and created (until it has
+        decided, under the lock, that nothing more is asked of it)."""
+        return self._sender_on
 
     def submit(self) -> Self:
         """Send what waits: the plan's confirmation, or going on once sending stopped
@@ -1360,8 +1364,12 @@ class Batch:
         with self.lock:
             if self._sending_since is None:
                 self._sending_since = time.monotonic()
-            if self.waiting() and not self.stop.is_set() and not self.sending:
-                self._sender = RUNS.submit(self._guarded_sender)
+            if self.waiting() and not self.stop.is_set():
+                if self._sender_on:  # it may be past its last look: it looks again
+                    self._send_again = True
+                else:
+                    self._sender_on, self._send_again = True, False
+                    self._sender = RUNS.submit(self._guarded_sender)
             self._ensure_finisher()
 
     def _ensure_finisher(self) -> None:
@@ -1382,7 +1390,26 @@ class Batch:
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not
-        answered are settled as a resume would), never a silent end."""
+        answered are settled as a resume would), never a silent end. It ends only once,
+        under the lock, nothing was asked of it since its last look (``_send_again``,
+        set by :meth:`_run`): rows retried as it ended were left waiting with no sender,
+        and ``wait()`` never ended (review-20)."""
+        done = False
+        try:
+            while not done:
+                self._send_guarded()
+                with self.lock:
+                    done = not self._send_again
+                    self._send_again = False
+                    if done:
+                        self._sender_on = False
+        finally:
+            if not done:  # left by a BaseException: no sender runs
+                with self.lock:
+                    self._sender_on = False
+        self._ensure_finisher()
+
+    def _send_guarded(self) -> None:
         try:
             self.send_all()
         except Exception as exc:
@@ -1393,7 +1420,6 @@ class Batch:
             with contextlib.suppress(Exception):
                 if stuck:
                     self.reconcile(stuck)
-        self._ensure_finisher()
 
     def interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep

@@ -1428,3 +1428,41 @@ def test_the_process_ending_last_writes_what_the_store_holds_of_rows_another_ret
         assert {r.index: r.state for r in first.store.rows("shared")} == said
     finally:
         first_client.close()
+
+
+def test_rows_retried_as_the_sender_ends_are_sent_by_it_never_left_without_a_sender(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``retry_failed()`` (the command's ``--retry-failed``) while the sender has found
+    nothing more to send and is ending: the sender was still alive, so no new one was
+    started, and it ended without the retried row: waiting with no sender, ``wait()``
+    never ended (review-20, "by reading only"). The interleaving is forced: the sender
+    is held just past its last look for rows until the retry has been asked."""
+    configure(sim, fail_rate=1.0)
+    with gw.Client(sim.base_url, KEY) as client:
+        batch = open_and_send(
+            T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "o", confirm_above=0
+        )
+        assert not batch.started  # waits for submit(): its sender can be held first
+        ending, go_on = threading.Event(), threading.Event()
+        send_all = batch.send_all
+
+        def held_as_it_ends() -> None:
+            send_all()
+            ending.set()  # nothing more to send: the sender is ending
+            assert go_on.wait(60)
+
+        monkeypatch.setattr(batch, "send_all", held_as_it_ends)
+        batch.submit()
+        try:
+            assert ending.wait(60)
+            assert wait_for(  # failed, and stored so: retry_failed() sends it
+                lambda: [r.state for r in batch.store.rows(batch.id)] == ["failed"], timeout=60
+            )
+            configure(sim, fail_rate=0.0)
+            assert batch.retry_failed() == 1
+        finally:
+            go_on.set()
+        batch.wait(timeout=60, progress="none")
+        assert [r.status for r in batch.rows] == ["done"]
+    assert sim_stats(sim)["created"] == 2  # failed, then done

@@ -195,8 +195,9 @@ class Batch:
         self.tripped_by: Exception | None = None
         #: creates given to ``send_many`` so far: each one's place in the order they left
         self._places = 0
-        #: the places of the failures counted, and of the last create that made its task
-        self._failed_at: set[int] = set()
+        #: the places of the failures counted (each: whether it may have billed), and of
+        #: the last create that made its task
+        self._failed_at: dict[int, bool] = {}
         self._made_at = -1
         self.plan = plan  # type: ignore[assignment]  # a grid's in a GridRun
         self.client = client
@@ -426,7 +427,7 @@ class Batch:
         self.cancelled = False
         self.paused = None
         self.failing, self.tripped_by = 0, None
-        self._failed_at = set()
+        self._failed_at = {}
         self.stop.clear()
 
     def cancel_created(self, rows: Iterable[BatchRow]) -> int:
@@ -560,7 +561,7 @@ class Batch:
             return
         if not isinstance(outcome, Exception):
             self._made_at = max(self._made_at, place)
-            self._failed_at = {p for p in self._failed_at if p > place}
+            self._failed_at = {p: b for p, b in self._failed_at.items() if p > place}
         elif (
             place > self._made_at
             and not (isinstance(outcome, Unreachable) and self.stop.is_set())
@@ -569,20 +570,30 @@ class Batch:
                 or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable))
             )
         ):
-            self._failed_at.add(place)
+            self._failed_at[place] = not created_nothing(outcome)
             if len(self._failed_at) >= BREAKER_AFTER:
                 self.tripped_by = outcome.with_traceback(None)
         self.failing = len(self._failed_at)
 
     def _heed_breaker(self) -> None:
         """Pause once the engine's count reached the threshold (under the lock), in words
-        naming the failure that reached it."""
+        saying what the rows say: creates that could not reach the gateway made nothing,
+        those that may have billed are said so, and the failure that reached it."""
         last = self.tripped_by
-        if self.failing >= BREAKER_AFTER and last is not None:
-            self.pause(
-                f"{self.failing} creates in a row failed in a way that may have billed "
-                f"(the last: {type(last).__name__}: {last})"
+        if self.failing < BREAKER_AFTER or last is None:
+            return
+        billed = sum(self._failed_at.values())
+        shown = f"{type(last).__name__}: {last}"
+        if not billed:
+            how = f"could not reach the gateway (nothing was made; the last: {shown})"
+        elif billed == self.failing:
+            how = f"failed in a way that may have billed (the last: {shown})"
+        else:
+            how = (
+                f"failed: {billed} in a way that may have billed, the others could not "
+                f"reach the gateway (nothing made; the last: {shown})"
             )
+        self.pause(f"{self.failing} creates in a row {how}")
 
     def _sent(self, row: BatchRow, outcome: Any) -> None:
         with self.lock:

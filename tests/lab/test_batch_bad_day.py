@@ -500,3 +500,28 @@ def test_the_breaker_holds_every_create_after_the_fifth_failure_however_late_the
     assert sum(r.status == "done" for r in batch.rows) == first
     assert sum(r.status == "waiting" for r in batch.rows) == 24 - first - gateway.refused
     agree(batch)
+
+
+def test_a_pause_for_creates_that_could_not_reach_the_gateway_says_nothing_was_made(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """Every create refused at the connection (nothing listens): the rows wait, "nothing
+    was made", and the pause says so too, never "failed in a way that may have billed"
+    (review-20 fault 4); a 500 keeps those words (the breaker's test above)."""
+    sim = make_simulator()
+    outage = Outage(urlsplit(sim.base_url).port or 0)
+    try:
+        outage.down()
+        with gw.Client(outage.base_url, KEY, max_retries=0) as client:
+            batch = gw.batch(
+                T2I, rows(8), TEMPLATE, out=tmp_path / "o", client=client, confirm_above=100
+            )
+            batch.wait(timeout=120, progress="none")
+    finally:
+        outage.close()
+    assert batch.paused and {r.status for r in batch.rows} == {"waiting"}
+    said = batch.stopped or ""
+    assert "5 creates in a row could not reach the gateway (nothing was made" in said, said
+    assert "may have billed" not in said
+    assert "0 row(s) in doubt" in said
+    assert stats(sim)["create"] == 0

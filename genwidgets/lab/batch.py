@@ -390,7 +390,8 @@ class Batch:
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
         )
         if taken is not None:
-            raise id_taken(self.id, taken, description)
+            differing = self.store.row_differing(self.id, [r.planned for r in self.rows])
+            raise id_taken(self.id, taken, description, differing)
         self.stored = True
 
     def changed(self) -> None:

@@ -1466,3 +1466,24 @@ def test_rows_retried_as_the_sender_ends_are_sent_by_it_never_left_without_a_sen
         batch.wait(timeout=60, progress="none")
         assert [r.status for r in batch.rows] == ["done"]
     assert sim_stats(sim)["created"] == 2  # failed, then done
+
+
+def test_one_id_with_other_rows_is_refused_naming_the_rows_file_and_the_row_that_differs(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    """The refusal says what differs: the rows file the id was planned from, and the
+    first row whose contents differ with its line and values, not "3 rows, not the same
+    values" (review-20 fault 6). Nothing is sent by the refused plan."""
+    herons, cranes = tmp_path / "herons.csv", tmp_path / "cranes.csv"
+    herons.write_text("text,seed\n" + "".join(f"a heron {i},{i + 1}\n" for i in range(3)))
+    cranes.write_text("text,seed\na heron 0,1\na heron 1,2\na crane 2,3\n")
+    kwargs: dict[str, Any] = {"client": client, "out": tmp_path / "o", "id": "shared"}
+    gw.batch(T2I, herons, TEMPLATE, **kwargs).wait(60, progress="none")
+    with pytest.raises(gw.PayloadError) as refused:
+        gw.batch(T2I, cranes, TEMPLATE, **kwargs)
+    said = str(refused.value)
+    assert "the rows' source ('herons.csv' then, 'cranes.csv' now)" in said, said
+    assert (
+        "row 2 (line 4): prompt 'a heron 2, watercolor' then, 'a crane 2, watercolor' now" in said
+    )
+    assert sim_stats(sim)["created"] == 3

@@ -1150,12 +1150,19 @@ class Batch:
         self.flush_when_it_can()
         self._ensure_finisher()
 
-    def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> Self:
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: Mode | None = None,
+        words: Callable[[str], str] | None = None,
+    ) -> Self:
         """Block until every row has ended (or, stopped at the budget's cap or by a
         cancel, every sent row). ``TimeoutError`` after ``timeout`` seconds; failed rows
         do not raise. ``progress``: a tqdm bar on a terminal, quiet lines otherwise,
         nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose; a grid's
-        default is ``"none"``)."""
+        default is ``"none"``); ``words`` rewrites each line's advice (the command's
+        flags for ``batch.submit()``)."""
         if not self.started:
             raise RuntimeError(
                 f"{self.noun} {self.id} was not sent (it needs confirmation): call "
@@ -1164,7 +1171,7 @@ class Batch:
         deadline = None if timeout is None else time.monotonic() + timeout
         face: Progress | None = None
         try:
-            face = Progress(len(self.rows), mode=progress or self.wait_progress)
+            face = Progress(len(self.rows), mode=progress or self.wait_progress, words=words)
             while not self.finished:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:

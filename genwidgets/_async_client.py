@@ -67,19 +67,54 @@ _INTERRUPTIBLE: set[_CallerStop] = set()
 _handed_on: list[Callable[[int, FrameType | None], Any]] = []
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C while calls that create wait on the main thread: their creates stop now,
-    whatever the interrupt does next (the edge is recorded, not the loop's state read
-    later), then the handler it took over runs (Python's raises KeyboardInterrupt)."""
+def _stop_all() -> None:
     for stop in list(_INTERRUPTIBLE):
         stop.set()
-    _handed_on[-1](signum, frame)
+
+
+#: ``asyncio.run``'s SIGINT handler, a method of its Runner (none before Python 3.11)
+_RUNNER_ON_SIGINT = getattr(getattr(asyncio, "Runner", None), "_on_sigint", None)
+
+
+def _runner_task(handler: object) -> asyncio.Future[Any] | None:
+    """The main task of the ``asyncio.Runner`` whose SIGINT handler ``handler`` is (it
+    cancels that task), else None."""
+    method = getattr(handler, "func", None)
+    if _RUNNER_ON_SIGINT is None or getattr(method, "__func__", None) is not _RUNNER_ON_SIGINT:
+        return None
+    task = getattr(handler, "keywords", {}).get("main_task")
+    return task if isinstance(task, asyncio.Future) else None
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C while calls that create wait on the main thread runs the handler it took
+    over, as the sync client would. One that stops the program (Python's, which raises
+    KeyboardInterrupt, or ``asyncio.run``'s, which cancels its main task) stops their
+    creates now: the edge is recorded, not the loop's state read later. A script's own
+    handler decides alone what Ctrl-C means: the creates stop only if it raises."""
+    handler = _handed_on[-1] if _handed_on else signal.default_int_handler
+    if handler is signal.default_int_handler or _runner_task(handler) is not None:
+        _stop_all()
+    try:
+        handler(signum, frame)
+    except BaseException:
+        _stop_all()
+        raise
+
+
+def _restored(handler: Callable[[int, FrameType | None], Any]) -> Any:
+    """The handler to put back: an ``asyncio.run`` whose main task has ended has left,
+    and found this module's in force, so left it: Python's, which it would have put back
+    (a dead Runner's kept its task alive and held off every later ``asyncio.run``'s)."""
+    task = _runner_task(handler)
+    return signal.default_int_handler if task is not None and task.done() else handler
 
 
 @contextlib.contextmanager
 def _interruptible(stop: _CallerStop) -> Iterator[None]:
-    """While the caller waits: Ctrl-C sets ``stop``. Only on the main thread (where
-    signals land), and only over a Python handler (one that ignores Ctrl-C stays)."""
+    """While the caller waits: Ctrl-C sets ``stop`` (:func:`_on_sigint`). Only on the main
+    thread (where signals land), and only over a Python handler (one that ignores Ctrl-C
+    stays). Put back first, then forgotten: a Ctrl-C in between runs the handler before."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -93,7 +128,9 @@ def _interruptible(stop: _CallerStop) -> Iterator[None]:
     finally:
         _INTERRUPTIBLE.discard(stop)
         if not _INTERRUPTIBLE and signal.getsignal(signal.SIGINT) is _on_sigint:
-            signal.signal(signal.SIGINT, _handed_on.pop())
+            before = _handed_on[-1] if _handed_on else signal.default_int_handler
+            signal.signal(signal.SIGINT, _restored(before))
+            _handed_on.clear()
 
 
 async def _waited(pool: concurrent.futures.Executor, work: Callable[[], T]) -> T:

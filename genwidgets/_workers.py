@@ -6,7 +6,8 @@ lasting face, an :class:`~genwidgets.AsyncClient`'s blocking call, the simulator
 media. A :class:`Workers` is a ``concurrent.futures.Executor`` of daemon threads (a
 download that never ends must not hold the interpreter open at exit, as a
 ``ThreadPoolExecutor``'s threads do), started as work arrives up to its bound, each
-ending after ``idle`` seconds with nothing to do: docs/decisions.md#threads.
+ending after ``idle`` seconds with nothing to do: docs/decisions.md#threads. A process
+forked from one starts its pools afresh (:func:`_forget_threads`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -71,6 +74,17 @@ class Workers(concurrent.futures.Executor):
         self._running = 0
         self._waiting = 0  # threads waiting for work
         self._outstanding = 0
+        _POOLS.add(self)
+
+    def _forget(self) -> None:
+        """In a forked child (no thread of the parent's runs there): no thread, no
+        work. Counted as the parent's, the child's work waited for ever for a thread it
+        believed it had (review-21: a forked kernel's ledger keeper never ran); the
+        parent's queued work is the parent's to do (a batch's sender run twice would pay
+        twice); the lock, which a parent's thread may have held, is a new one."""
+        self._lock = threading.Condition()
+        self._work = collections.deque()
+        self._running = self._waiting = self._outstanding = 0
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Work:
         """Run ``fn(*args, **kwargs)`` on a worker thread; its :class:`Work` holds what it
@@ -151,6 +165,19 @@ class Workers(concurrent.futures.Executor):
         else:
             work.set_result(result)
 
+
+#: every pool of this process, started afresh in a forked child
+_POOLS: weakref.WeakSet[Workers] = weakref.WeakSet()
+
+
+def _forget_threads() -> None:
+    """After ``fork``, in the child: each pool as new (see :meth:`Workers._forget`)."""
+    for pool in list(_POOLS):
+        pool._forget()  # noqa: SLF001 - the module's own pools
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forget_threads)
 
 #: work with no pool of its own, often long: a batch's sender and finisher, a grid's
 #: creates, a served process watching its parent, an AsyncJob's blocking calls. The

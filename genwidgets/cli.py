@@ -38,6 +38,7 @@ from ._client import Client, lost_contact
 from ._config import DEMO_KEY, ENV_API_KEY, ENV_BASE_URL
 from ._formats import terminal_text
 from .errors import (
+    GatewayError,
     GenwidgetsError,
     GenwidgetsWarning,
     LedgerError,
@@ -58,6 +59,7 @@ from .lab.batch_cli import (
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
     add_batch_arguments,
+    error_words,
     run_batch,
     say_error,
 )
@@ -110,6 +112,19 @@ def _limit(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """``--wait``: a number of seconds, 0 or more (``inf``: no deadline). ``nan`` passed
+    ``float`` and ended ``result`` in a bare ``TypeError`` (no JSON with ``--json``), and
+    ``resume`` took it as no wait; a negative wait was taken as none."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # NaN compares false
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="genwidgets",
@@ -153,14 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
         task.add_argument("request_id", help="the task's request id")
         task.add_argument("--endpoint", help="the task's endpoint (default: from the ledger)")
     result = commands.choices["result"]
-    result.add_argument("--wait", type=float, default=0.0, help="seconds to wait for it")
+    result.add_argument("--wait", type=_seconds, default=0.0, help="seconds to wait for it")
     result.add_argument("--out", help="also copy its outputs into this folder")
     resume = commands.add_parser(
         "resume", help="re-attach unfinished tasks and wait for their results", parents=[JSON_FLAG]
     )
     resume.add_argument(
         "--wait",
-        type=float,
+        type=_seconds,
         default=None,
         help=f"seconds to wait at most (default {RESUME_WAIT:g} for tasks to finish, and a "
         "copy of outputs begun runs to its end: the tasks still running then are listed, "
@@ -285,6 +300,30 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     if recorded is not None and args.command in ("status", "cancel"):
         return _ended(args, endpoint, recorded.status)
     job = client.job(endpoint, args.request_id)
+    try:
+        return _asked(client, args, job, endpoint, row, recorded)
+    finally:
+        if row is None and client.ledger is not None and not _answered_for(job):
+            # a typo's 404, no answer: no task is recorded that may never have existed
+            client.ledger.writes.forget_attach(client.gateway_name, job.request_id)
+
+
+def _answered_for(job: Job) -> bool:
+    """Whether the gateway has said anything of ``job``'s task: a status, a result, a
+    cancel it took (a "not found" is none)."""
+    took_cancel = job.cancel_requested and job.cancel_error is None
+    return job.last_status is not None or job.last_result is not None or took_cancel
+
+
+def _asked(
+    client: Client,
+    args: argparse.Namespace,
+    job: Job,
+    endpoint: str,
+    row: LedgerRow | None,
+    recorded: Result | None,
+) -> int:
+    """``status``, ``result`` or ``cancel`` of ``job``, re-attached."""
     rid = job.request_id
     if args.command == "cancel":
         return _cancel(args, job, endpoint)
@@ -325,13 +364,15 @@ def _one_task(client: Client, args: argparse.Namespace) -> int:
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
-    except TaskTimeout:
+    except TaskTimeout as timeout:
         # no poll answered within the wait (none is made with no --wait): ask once, so the
         # status said is the gateway's now; a task ended meanwhile gives its result. One
         # try, no retries: the command ends within its wait plus one request timeout
         try:
             if job.last_status is None and job.status(retries=0).done:
                 result = job.result(timeout=client.timeout)
+            elif job.last_status is not None and job.last_status.done:  # its result late
+                return _not_known_yet(args, rid, timeout, job.last_status)
             else:
                 out = {"request_id": rid, "status": job.status_text, "done": False}
                 word = terminal_text(job.status_text)
@@ -362,8 +403,8 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
     cancel sent unless it says the task has ended. A status that fails or never answers
     does not hold the cancel back: the task bills on meanwhile (the cancel was never
     sent). A cancel the gateway did not take (:func:`~.jobs.job.kept_cancel`) is said,
-    exit 1: this process ends, so the same command sends it again.
-    docs/decisions.md#batch-cli."""
+    exit 1: this process ends, so the same command sends it again. One it refused ("too
+    late" to a task running) is said refused, exit 1. docs/decisions.md#batch-cli."""
     rid = job.request_id
     try:
         now = job.status(retries=0)
@@ -378,6 +419,11 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         out = {"request_id": rid, "cancel": sent, "error": why}
         again = f"the task may still run: genwidgets cancel {rid} sends it again"
         return say(args, out, f"{rid}: cancel {sent}: {why}; {again}", EXIT_NOT_DONE)
+    except GatewayError as exc:  # refused ("too late" to a task running, 403, 404...)
+        out = {"request_id": rid, "cancel": "refused", "error": str(exc)}
+        why = terminal_text(exc.detail or exc.message)
+        said = f"{rid}: cancel refused by the gateway: {why}; the task may still run (and bill)"
+        return say(args, out, said, EXIT_NOT_DONE)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
 
 
@@ -400,7 +446,13 @@ def _not_known_yet(
     ask (its address hangs, fails, or holds us back): how the task stands is not known
     yet, which is not a failed task; the same command asks again. A ``status`` that said
     the task is done tells so: its result only could not be fetched."""
-    out = {"request_id": rid, "status": None, "done": False, "known": False, "error": str(exc)}
+    out = {
+        "request_id": rid,
+        "status": None,
+        "done": False,
+        "known": False,
+        "error": error_words(exc),
+    }
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
     said = (
@@ -410,7 +462,9 @@ def _not_known_yet(
     if status is not None and status.done:
         out |= {"status": status.status, "done": True}
         word = terminal_text(status.status)
-        said = f"{rid}: {word}; its result could not be fetched in time ({exc}); {again}"
+        said = (
+            f"{rid}: {word}; its result could not be fetched in time ({error_words(exc)}); {again}"
+        )
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -419,16 +473,16 @@ def _what_it_answered(exc: Exception) -> str:
     case only (a timeout, as the transport raised it); an answer that broke off is none
     either; a 500, a 429 or an unreadable answer came at once and is said as such."""
     if isinstance(exc, Unreachable):
-        return f"the gateway could not be reached ({exc})"
+        return f"the gateway could not be reached ({error_words(exc)})"
     if isinstance(exc.__cause__, httpx.TimeoutException):
-        return f"the gateway did not answer in time ({exc})"
+        return f"the gateway did not answer in time ({error_words(exc)})"
     if isinstance(exc.__cause__, httpx.TransportError):
-        return f"the gateway's answer broke off ({exc})"
+        return f"the gateway's answer broke off ({error_words(exc)})"
     if isinstance(exc, RateLimited):
-        return f"the gateway's rate limit refused the ask ({exc})"
+        return f"the gateway's rate limit refused the ask ({error_words(exc)})"
     if isinstance(exc, ServerError):  # a 5xx, or an answer that could not be read
-        return f"the gateway answered with a failure ({exc})"
-    return f"the gateway did not answer in time ({exc})"
+        return f"the gateway answered with a failure ({error_words(exc)})"
+    return f"the gateway did not answer in time ({error_words(exc)})"
 
 
 def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
@@ -454,8 +508,8 @@ ENDED_SIMULATOR = (
 
 def _lost_contact_words(exc: Exception) -> str:
     return (
-        f"contact lost: the gateway did not answer ({exc}); the task may still run or be "
-        "done: genwidgets resume follows it again, with no new create"
+        f"contact lost: the gateway did not answer ({error_words(exc)}); the task may still "
+        "run or be done: genwidgets resume follows it again, with no new create"
     )
 
 
@@ -530,8 +584,9 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resume_exit(records: list[dict[str, Any]]) -> int:
-    """0 all done and copied; 1 a task failed or cannot be followed; ``EXIT_NOT_YET`` only
-    tasks still running or copies still pending, which the next ``resume`` takes on."""
+    """0 all done and copied; 1 a task failed or can never finish; ``EXIT_NOT_YET`` only
+    tasks still running or out of contact, or copies still pending, which the next
+    ``resume`` takes on (docs/decisions.md#batch-cli)."""
     if any(not r["ok"] and not r.get("waits_again") for r in records):
         return EXIT_NOT_DONE
     return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
@@ -551,7 +606,7 @@ def _resumed(
     Not done, it says why: never to finish (made by an ended embedded simulator: said at
     once), contact lost (polling gave up, or no word within the wait and the gateway
     silent to the command's one ask, ``silence``: one request timeout, not one a task),
-    or not finished yet (``waits_again``)."""
+    or not finished yet; these two, ``waits_again``: the next run follows them."""
     record: dict[str, Any] = {"request_id": job.request_id, "endpoint": job.endpoint}
     if client.embedded and not job.done():  # this command's simulator is a new one
         error = _other_simulator(client, job)
@@ -572,11 +627,11 @@ def _resumed(
             record["waits_again"] = True
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
-                del record["waits_again"]
         except GenwidgetsError as exc:
-            error = str(exc)
-            if lost_contact(job):
+            error = error_words(exc)
+            if lost_contact(job):  # not yet, not failed: the next run follows it again
                 error, record["known"] = _lost_contact_words(exc), False
+                record["waits_again"] = True
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
 
@@ -732,7 +787,9 @@ class InertStream(io.TextIOBase):
     (:func:`~._formats.terminal_text`), keeping newlines, tabs and the carriage returns
     a progress bar redraws its line with. Gateway texts are inert from the record
     boundary already; this holds for every other text (an old ledger row, a file name,
-    a row's value). docs/decisions.md#inert-text.
+    a row's value). A character its stream cannot encode (a lone surrogate, a path's
+    byte that is not UTF-8) is written as its escape, ``\\udcff``: never a traceback.
+    docs/decisions.md#inert-text.
 
     A write whose reader has left (``BrokenPipeError``) points the stream at the null
     device, Python's own recipe, so nothing more is written there, not even at the
@@ -743,8 +800,13 @@ class InertStream(io.TextIOBase):
         self.reader_left = reader_left
 
     def write(self, text: str) -> int:
+        inert = "\r".join(terminal_text(p, lines=True) for p in text.split("\r"))
         try:
-            self.stream.write("\r".join(terminal_text(p, lines=True) for p in text.split("\r")))
+            try:
+                self.stream.write(inert)
+            except UnicodeEncodeError:  # a path not UTF-8 (a lone surrogate): its escape
+                encoding = self.encoding
+                self.stream.write(inert.encode(encoding, "backslashreplace").decode(encoding))
         except BrokenPipeError:
             self._to_null()
         return len(text)
@@ -890,24 +952,22 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return serve_cli.serve(args)
     if args.command == "notebooks":
         return _notebooks(args)
+    about = {"request_id": args.request_id} if "request_id" in args else {}
     try:
-        with Client() as client:
+        client = Client()
+    except ValueError as exc:  # a gateway's address or key that cannot be used (a key with
+        # no address, a port of 99999): refused, as batch says it, not a task not done
+        return say_error(args.command, str(exc), EXIT_REFUSED, as_json=args.json, exc=exc, **about)
+    try:
+        with client:
             if args.command == "history":
                 return _history(client, args)
             if args.command == "resume":
                 return _resume(client, args)
             return _one_task(client, args)
-    # OSError: result --out a folder not writable; ValueError: a gateway's address or key
-    # that cannot be used (a key with no address, a port of 99999)
+    # OSError: result --out a folder not writable
     except (GenwidgetsError, OSError, ValueError) as exc:
-        return say_error(
-            args.command,
-            str(exc),
-            EXIT_NOT_DONE,
-            as_json=args.json,
-            exc=exc,
-            **({"request_id": args.request_id} if "request_id" in args else {}),
-        )
+        return say_error(args.command, str(exc), EXIT_NOT_DONE, as_json=args.json, exc=exc, **about)
 
 
 if __name__ == "__main__":

@@ -473,6 +473,107 @@ def test_a_cancel_scheduled_on_the_loop_reaches_a_waiting_send_many_at_once() ->
         gateway.close()
 
 
+def test_a_scripts_own_sigint_handler_is_respected_and_send_many_sends_all() -> None:
+    """Review 23, fault 2: a script whose own SIGINT handler means "finish this batch,
+    then stop" (it sets a flag) runs ``send_many``; Ctrl-C while two creates wait. The
+    sync client sends all ten (nothing raises: the script decided what Ctrl-C means);
+    the async one stopped the eight not sent and raised CancelledError."""
+    loop = asyncio.new_event_loop()
+    asked: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: asked.append(signum))
+    host, released, gateway, client, sending = ten_held_creates(loop)
+    try:
+
+        def ctrl_c_once_two_are_held() -> None:
+            if host.held == 2 and not asked:
+                signal.raise_signal(signal.SIGINT)
+                released.set()
+            elif not asked:
+                loop.call_later(0.01, ctrl_c_once_two_are_held)
+
+        loop.call_soon(ctrl_c_once_two_are_held)
+        jobs = loop.run_until_complete(asyncio.wait_for(sending, 60))
+        assert asked == [signal.SIGINT] and host.creates == 10 and len(jobs) == 10
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        released.set()
+        loop.close()
+        client.sync.close()
+        gateway.close()
+
+
+def test_a_ctrl_c_as_a_call_ends_runs_the_handler_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review 23, fault 4: the handler before a call's was put back after it was
+    forgotten, so a Ctrl-C landing between the two raised IndexError out of the signal
+    handler instead of running the script's handler (or KeyboardInterrupt). Here a
+    Ctrl-C lands just before and just after each change of SIGINT's handler."""
+    fake = FakeGateway()
+    asked: list[int] = []
+
+    def mine(signum: int, _frame: Any) -> None:
+        asked.append(signum)
+
+    previous = signal.signal(signal.SIGINT, mine)
+    set_handler = signal.signal
+
+    def ctrl_c_around(signum: int, handler: Any) -> Any:
+        if signum == signal.SIGINT:
+            signal.raise_signal(signal.SIGINT)  # runs the Python handler in force now
+        before = set_handler(signum, handler)
+        if signum == signal.SIGINT:
+            signal.raise_signal(signal.SIGINT)
+        return before
+
+    async def main() -> None:
+        async with gw.AsyncClient(BASE, KEY, transport=fake.transport()) as client:
+            monkeypatch.setattr(signal, "signal", ctrl_c_around)
+            try:
+                await client.submit("ep", {"prompt": "x"}, validate=False)
+            finally:
+                monkeypatch.setattr(signal, "signal", set_handler)
+
+    try:
+        asyncio.run(main())
+        assert len(asked) == 4  # the call's install and its restore, two Ctrl-C each
+        assert signal.getsignal(signal.SIGINT) is mine  # put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_sigint_s_handler_after_asyncio_run_is_what_it_was_before() -> None:
+    """Review 23, fault 8: ``asyncio.run`` whose main left a ``send_many`` running: the
+    Runner found the call's SIGINT handler in force and left it; the call, cancelled by
+    the Runner's close, then put back the Runner's handler, a dead Runner's for the rest
+    of the process (a later ``asyncio.run`` installed none of its own)."""
+    host = HeldCreates()
+    released = threading.Event()
+    host.release = released.is_set
+    gateway = held_creates_gateway(host)
+    client = gw.AsyncClient(gateway.base, KEY)
+
+    left: list[asyncio.Future[Any]] = []
+
+    async def main() -> None:
+        requests = [client.prepare("ep", {"seed": i}, validate=False) for i in range(4)]
+        left.append(asyncio.ensure_future(client.send_many(requests, concurrency=1)))
+        assert await until(lambda: host.held == 1)  # main ends, the send_many running
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    try:
+        asyncio.run(main())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        released.set()
+        for _ in range(3000):  # the create in flight answers: closing waits for none
+            if client.sync.jobs:
+                break
+            time.sleep(0.01)
+        client.sync.close()
+        gateway.close()
+
+
 def refusing_gateway(arrived: threading.Event, release: threading.Event) -> LoopbackServer:
     """A gateway on loopback that holds each create until ``release`` is set, then
     refuses it for the rate limit (429, Retry-After 100 s): nothing made."""

@@ -18,7 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import FileHost, JsonHandler, LoopbackServer, OneTaskGateway, files_gateway
+from loopback import (
+    CancelRefused,
+    FileHost,
+    JsonHandler,
+    LoopbackServer,
+    OneTaskGateway,
+    files_gateway,
+)
 
 import genwidgets
 from genwidgets import cli
@@ -242,6 +249,28 @@ def test_a_history_limit_out_of_bounds_is_refused_by_the_argument_check(
     assert main(["history", "--limit", "1000000"]) == 0
 
 
+@pytest.mark.parametrize("wait", ["nan", "-5", "soon"])
+@pytest.mark.parametrize("command", ["result", "resume"])
+def test_a_wait_that_is_no_number_of_seconds_is_a_usage_error(
+    command: str, wait: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Review 23, fault 6: ``result ID --wait nan`` ended in a bare TypeError traceback
+    (with ``--json``, no JSON on stdout); ``resume --wait nan`` waited not at all, and a
+    negative wait was taken as none. Now a usage error, exit 2, saying what is allowed."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    argv = [command, *(["r1", "--endpoint", "ep"] if command == "result" else [])]
+    with pytest.raises(SystemExit) as ended:
+        main([*argv, "--wait", wait])
+    assert ended.value.code == 2
+    assert (
+        f"argument --wait: {wait!r} is not a number of seconds, 0 or more"
+        in capsys.readouterr().err
+    )
+    assert main([*argv, "--wait", wait, "--json"]) == 2
+    found = json_out(capsys)
+    assert found["error"] == f"argument --wait: {wait!r} is not a number of seconds, 0 or more"
+
+
 def test_notebooks_are_copied_and_never_over_files_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -381,7 +410,7 @@ def test_result_with_no_wait_says_the_gateways_status_now_and_gives_an_ended_tas
     assert said["done"] is False and said["status"] in ("IN_QUEUE", "IN_PROGRESS"), said
 
 
-@pytest.mark.parametrize("command", [["history"], ["status", "r1", "--endpoint", "ep"]])
+@pytest.mark.parametrize("command", [["history"], ["status", "r1", "--endpoint", "ep"], ["resume"]])
 def test_a_key_with_no_gateway_address_is_said_not_a_traceback(
     command: list[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -391,10 +420,12 @@ def test_a_key_with_no_gateway_address_is_said_not_a_traceback(
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("GENWIDGETS_BASE_URL", raising=False)
     monkeypatch.setenv("GENWIDGETS_API_KEY", "k-of-a-gateway-not-named")
-    assert main(command) == 1
+    # review 23, fault 12: refused (2), as batch says it; 1 is a task not done well
+    assert main(command) == cli.EXIT_REFUSED
     err = capsys.readouterr().err
     assert "no gateway address: set GENWIDGETS_BASE_URL" in err and "Traceback" not in err
     assert "k-of-a-gateway-not-named" not in err
+    assert "base_url=" not in err  # review 23, fault 9: a Python argument, no flag here
 
 
 def test_a_batch_with_a_key_and_no_gateway_address_is_refused(
@@ -711,17 +742,24 @@ def test_history_says_who_copies_and_not_what_download_false_declined(
     assert "2 copies pending (a client of the key that made it copies them)" in second
 
 
+@pytest.mark.parametrize("wait", ["0", "1"])
 def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed(
-    file_host: FileHost, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    wait: str,
+    file_host: FileHost,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """R10: the gateway said COMPLETED, then its result address did not answer: the
-    command says so, not that the outcome is unknown."""
+    command says so, not that the outcome is unknown. Review 23, fault 9: in the
+    command's words, not Python's ("Wait again with job.result()"), and with a wait
+    not "not finished (COMPLETED)"."""
     file_host.results_open.clear()
     monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
-    code = main(["result", "r7", "--endpoint", "ep", "--wait", "0"])
+    code = main(["result", "r7", "--endpoint", "ep", "--wait", wait])
     said = capsys.readouterr().out
     assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
-    assert "not known" not in said
+    assert "not known" not in said and "not finished" not in said
+    assert "job." not in said and "genwidgets result r7 --wait SECONDS" in said
 
 
 def test_status_asks_once_when_the_status_address_hangs(
@@ -733,7 +771,7 @@ def test_status_asks_once_when_the_status_address_hangs(
     assert ended_against_a_hanging_gateway(monkeypatch, tmp_path, argv) == [1]
     said = json_out(capsys)
     assert (said["request_id"], said["known"], said["done"]) == ("r1", False, False)
-    assert "ReadTimeout" in said["error"]
+    assert "no answer in time" in said["error"]  # not httpx's ReadTimeout (review 23)
 
 
 def test_status_says_a_timeout_is_no_answer_in_time(
@@ -782,12 +820,16 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     with genwidgets.Client() as client:
         client.submit("ep", {"prompt": "a heron"}, validate=False)
     gateway.close()  # its port refuses from now on
-    assert main(["resume", "--wait", "1", "--json"]) == 1
+    # review 23, fault 10: not yet (75), not a failed task (1): cron's resume || alert
+    assert main(["resume", "--wait", "1", "--json"]) == cli.EXIT_NOT_YET
     [record] = json_out(capsys)
     assert (record["request_id"], record["ok"], record["known"]) == ("r1", False, False)
+    assert record["waits_again"]
     assert record["error"].startswith("contact lost: the gateway did not answer (")
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
-    assert main(["resume", "--wait", "1"]) == 1  # the same, said in a line
+    assert "no connection could be made" in record["error"]  # review 23, fault 9:
+    assert "ConnectError" not in record["error"]  # not httpx's class name
+    assert main(["resume", "--wait", "1"]) == cli.EXIT_NOT_YET  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
 
 
@@ -960,6 +1002,88 @@ def test_cancel_is_sent_when_the_status_ask_fails_and_a_cancel_not_taken_is_said
         line = capsys.readouterr().out
         assert line.startswith("r1: cancel not sent: cannot reach the gateway")
         assert line.rstrip().endswith("genwidgets cancel r1 sends it again")
+
+
+@pytest.mark.parametrize("answer", [400, 409])
+def test_a_cancel_the_gateway_refuses_of_a_running_task_is_said_refused(
+    answer: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 23, fault 1: the status said IN_PROGRESS, the cancel was answered 400 ("too
+    late": many gateways cancel only tasks not started), and the command said "cancel
+    asked", exit 0, while the task billed on."""
+    handler = type("Gateway", (CancelRefused,), {"cancels": 0, "answer": answer})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", "--json"]) == 1
+        found = json_out(capsys)
+        assert (found["request_id"], found["cancel"]) == ("r1", "refused")
+        assert "cancel backend down" in found["error"]
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == 1
+        line = capsys.readouterr().out
+        assert line.startswith("r1: cancel refused by the gateway: ")
+        assert "the task may still run (and bill)" in line
+    finally:
+        gateway.close()
+    assert handler.cancels == 2
+
+
+class KnowsNoTask(JsonHandler):
+    """A gateway that knows no task: 404 to every status, result and cancel."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "Request not found"}, 404)
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "Request not found"}, 404)
+
+
+@pytest.mark.parametrize("command", ["status", "result", "cancel", "unreachable"])
+def test_an_id_the_gateway_does_not_answer_for_is_not_recorded(
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    quick_not_found: None,
+) -> None:
+    """Review 23, fault 7: asking about a typo (the gateway's 404), or with the gateway
+    unreachable, added the id to the ledger as a task: ``history`` listed it, every
+    ``resume`` exited 1 on it, and another key was warned of a task nobody created.
+    An id is recorded only once the gateway has answered for it."""
+    gateway = LoopbackServer(KnowsNoTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    base = "http://127.0.0.1:1" if command == "unreachable" else gateway.base
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-typo")
+    asked = "status" if command == "unreachable" else command
+    wait = ["--wait", "5"] if command == "result" else []
+    try:
+        assert main([asked, "typo-id", "--endpoint", "ep", *wait]) == 1
+        capsys.readouterr()
+        assert main(["history", "--json"]) == 0
+        assert json_out(capsys) == []
+    finally:
+        gateway.close()
+
+
+def test_an_id_the_gateway_answers_for_is_recorded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other side of fault 7: a task the gateway says runs is kept, so ``resume``
+    follows it."""
+    gateway = LoopbackServer(CancelRefused)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-typo")
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 0
+        capsys.readouterr()
+        assert main(["history", "--json"]) == 0
+        assert [row["request_id"] for row in json_out(capsys)] == ["r1"]
+    finally:
+        gateway.close()
 
 
 class StatusSaysNoState(StatusDown):

@@ -323,3 +323,16 @@ def test_a_gateways_newlines_never_make_lines_of_a_command(
         lines = text.splitlines()
         assert not [line for line in lines if line.lstrip().startswith(("FORGED", "/home"))], text
         assert f"\\x0a{FORGED}" in text, text  # shown, escaped, in its line
+
+
+def test_a_path_that_is_not_utf_8_is_written_escaped_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 23, fault 5: a folder whose name is not UTF-8 (byte 0xff, a lone surrogate
+    to Python) ended every command printing it in a bare UnicodeEncodeError on a strict
+    UTF-8 stdout (every UTF-8 locale but C). It is written as its escape, as controls."""
+    folder = tmp_path / "nb\udcff"
+    assert main(["notebooks", str(folder)]) == 0
+    out = capsys.readouterr().out  # a strict UTF-8 stream, as a terminal's
+    assert "nb\\udcff" in out and "\udcff" not in out
+    assert any(folder.glob("*.ipynb"))

@@ -4,6 +4,7 @@ no pile-up, one kind of thread."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -236,3 +237,46 @@ def test_work_submitted_as_a_thread_takes_other_work_gets_a_thread_of_its_own() 
         threading.settrace(None)  # type: ignore[arg-type]
         second_in.set()
         met.set()
+
+
+#: a pool of one thread, busy or idle in the parent when it forks; the child's work must
+#: run there, and the parent's queued work must not (it is the parent's to do)
+FORKS_A_POOL = """
+import os, sys, threading
+from genwidgets._workers import Workers
+pool = Workers(1, idle=60)
+ran = []
+busy = threading.Event()
+if sys.argv[1] == "busy":
+    release = threading.Event()
+    pool.submit(lambda: (busy.set(), release.wait(60)))
+    pool.submit(lambda: ran.append("parent's queued work"))
+else:
+    pool.submit(busy.set)
+assert busy.wait(30)
+pid = os.fork()
+if pid == 0:
+    try:
+        done = pool.submit(lambda: ran.append("child's work")).join(30)
+        code = 0 if done and ran == ["child's work"] else 1
+        print(done, ran, flush=True)
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.parametrize("at_fork", ["busy", "idle"])
+def test_a_process_forked_from_a_pool_runs_its_own_work(at_fork: str) -> None:
+    """A child inherits the pool's counts of running and idle threads but not the
+    threads: its work waited for a thread it believed it had, for ever (a forked
+    process's ledger keeper never ran, so its held writes were kept nowhere; review-21
+    fault 3). The child starts afresh, without the parent's queued work."""
+    child = subprocess.run(
+        [sys.executable, "-c", FORKS_A_POOL, at_fork],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, (child.stdout, child.stderr)

@@ -34,13 +34,23 @@ from .._files import AtomicFile
 from .._formats import EXTENSIONS, decode_data_url, extension_for, int_or_none
 from ..errors import DownloadError
 from ..imgm import MAX_PROMPTS
-from ..protocol.body import Deadline, Stopwatch, aiter_capped, iter_capped, within
+from ..protocol.body import (
+    MIN_RATE,
+    Deadline,
+    Stopwatch,
+    aiter_capped,
+    failure_words,
+    iter_capped,
+    outlasted,
+    within,
+)
 from ..protocol.fetch import (
     DEFAULT_TIMEOUT,
     MAX_READ_BYTES,
     blocking_client,
     open_url,
     open_url_async,
+    origin_text,
     same_origin,
     seconds,
 )
@@ -77,6 +87,11 @@ MAX_RESULT_BYTES = 2 * MAX_READ_BYTES
 DOWNLOAD_TRIES = 3
 #: The longest ``Retry-After`` a download waits for; a longer one ends its tries.
 MAX_RETRY_AFTER_S = 8.0
+#: One result's downloads together end within this many times one download's ``timeout``
+#: (plus 1 s per 32 KiB they received): ``job.result()`` waits for them, and 160 outputs
+#: each just in time held it 160 timeouts. The rest are copies pending
+#: (docs/decisions.md#downloads).
+RESULT_TIMEOUTS = 2
 
 #: A folder name longer than this keeps its start and a digest of the whole
 #: (file systems allow 255 bytes; a request id may be longer, or escape to 3 times its size).
@@ -151,6 +166,17 @@ def _other_bytes(exc: BaseException) -> bool:
 #: Transport failures worth another try: a connection refused, reset or cut short, a
 #: timeout (not a body refused for its size or its total deadline: those would recur).
 _TRANSIENT_TRANSPORT = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+
+
+def _host_down(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the failure of the last try it sums up) says the file host gave
+    no answer in time: no connection, a connect or read timeout, an answer past its
+    deadline. Its other outputs are then not waited on, one deadline each."""
+    return any(
+        isinstance(found, (httpx.TimeoutException, httpx.ConnectError)) or outlasted(found)
+        for found in (exc, exc.__cause__)
+        if found is not None
+    )
 
 
 def _digest(text: str, n: int = 16) -> str:
@@ -371,16 +397,18 @@ def _content_length(response: httpx.Response, cap: _Cap, output: Output) -> int 
 class _Tries:
     """The tries of one download: a transient failure is tried again while tries
     (:data:`DOWNLOAD_TRIES`) and the download's one deadline of ``timeout`` seconds
-    last; each try gets what is left of it."""
+    last; each try gets what is left of it, and its words say ``said`` (the timeout as
+    set: what is left of it differs per output, and alike failures were never grouped)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, said: float | None = None) -> None:
         self.timeout = timeout
+        self.said = timeout if said is None else said
         self.started = time.monotonic()
         self.made = 0
 
     def deadline(self) -> Deadline:
         self.made += 1
-        return Deadline(self.timeout - (time.monotonic() - self.started))
+        return Deadline(self.timeout - (time.monotonic() - self.started), said=self.said)
 
     def wait_after(self, exc: BaseException) -> float:
         """The seconds to wait before the next try after ``exc``; raises when there is
@@ -404,9 +432,7 @@ def _label(item: _Item) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, _Failure):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return str(exc) if isinstance(exc, _Failure) else failure_words(exc)
 
 
 #: a failure of one output, said and recorded, the others fetched all the same: a URL a
@@ -427,6 +453,7 @@ class _Batch:
         gateway: str | None = None,
         max_outputs: int = MAX_OUTPUTS,
         max_total_bytes: int = MAX_RESULT_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         for name, value in (
             ("max_bytes", max_bytes),
@@ -459,6 +486,10 @@ class _Batch:
         self.on_saved = on_saved
         self.saved: list[Path] = []
         self.failures: list[tuple[_Item, BaseException]] = []
+        self.clock = clock
+        self.started = clock()
+        #: the origins of file hosts that gave an output no answer in time
+        self.down: set[str] = set()
 
     @contextmanager
     def attempt(self, item: _Item) -> Iterator[None]:
@@ -473,6 +504,8 @@ class _Batch:
                 self.on_saved(item.index, item.target)
         except _EXPECTED as exc:
             self.failures.append((item, exc))
+            if item.output.url and _host_down(exc):
+                self.down.add(origin_text(item.output.url))
 
     def cap(self) -> _Cap:
         """The most bytes the next output may have: ``max_bytes``, or what is left of
@@ -506,7 +539,26 @@ class _Batch:
         if data is not None:
             _write_bytes(item, data, self.cap())
             return None
-        return _remote_url(item.output)
+        url = _remote_url(item.output)
+        if origin_text(url) in self.down:
+            raise _Failure(
+                f"not tried: {origin_text(url)} gave an output before it no answer in time "
+                "(read it with output.read() once the host answers)"
+            )
+        return url
+
+    def time_for(self, timeout: float) -> float:
+        """The seconds the next download may take: ``timeout``, within what is left of the
+        result's one deadline (:data:`RESULT_TIMEOUTS`); none left is a failure."""
+        received = self.max_total_bytes - self.bytes_left
+        left = RESULT_TIMEOUTS * timeout + received / MIN_RATE - (self.clock() - self.started)
+        if left <= 0:
+            raise _Failure(
+                f"not tried: the downloads of this result took their deadline "
+                f"({RESULT_TIMEOUTS} x {timeout:g} s, plus 1 s per {MIN_RATE // 1024} KiB "
+                "received); read it with output.read() while its URL lives"
+            )
+        return min(timeout, left)
 
     def save_each(self, save: Callable[[_Item, str], object]) -> list[Path]:
         """Save every item, ``save(item, url)`` the ones that need the network (blocking)."""
@@ -573,7 +625,9 @@ def download_outputs(
         )
     with blocking_client(timeout=timeout) as http:
         return batch.save_each(
-            lambda item, url: _stream(http, item, url, batch.cap(), seconds(timeout))
+            lambda item, url: _stream(
+                http, item, url, batch.cap(), batch.time_for(seconds(timeout)), seconds(timeout)
+            )
         )
 
 
@@ -599,6 +653,7 @@ async def download_outputs_async(
     gateway: str | None = None,
     max_outputs: int = MAX_OUTPUTS,
     max_total_bytes: int = MAX_RESULT_BYTES,
+    clock: Callable[[], float] = time.monotonic,
 ) -> list[Path]:
     """:func:`download_outputs` on an event loop.
 
@@ -606,24 +661,32 @@ async def download_outputs_async(
     the credential rule); or ``client`` streams it with no credential sent. Each
     download ends within ``timeout`` seconds plus 1 s per 32 KiB received
     (docs/decisions.md#reading-answers), its tries included, so a dripping file
-    fails, never hangs.
+    fails, never hangs; all of them within :data:`RESULT_TIMEOUTS` timeouts (plus the
+    same time for their bytes) on ``clock``, and none waited on at a host that gave an
+    output no answer in time.
     """
     if opener is None:
         if client is None:
             raise TypeError("download_outputs_async needs a client or an opener")
         opener = functools.partial(open_url_async, client)
-    batch = _Batch(result, root, max_bytes, on_saved, gateway, max_outputs, max_total_bytes)
+    batch = _Batch(
+        result, root, max_bytes, on_saved, gateway, max_outputs, max_total_bytes, clock
+    )
     for item in batch.items:
         with batch.attempt(item):
             url = batch.url_to_fetch(item)
             if url is not None:
-                await _stream_async(opener, item, url, batch.cap(), timeout)
+                await _stream_async(
+                    opener, item, url, batch.cap(), batch.time_for(timeout), timeout
+                )
     return batch.finish()
 
 
-def _stream(http: httpx.Client, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+def _stream(
+    http: httpx.Client, item: _Item, url: str, cap: _Cap, timeout: float, said: float
+) -> None:
     """Download ``url`` into ``item``'s file, tried again by :class:`_Tries`."""
-    tries = _Tries(timeout)
+    tries = _Tries(timeout, said)
     while True:
         try:
             return _stream_once(http, item, url, cap, Stopwatch(tries.deadline()))
@@ -642,9 +705,11 @@ def _stream_once(http: httpx.Client, item: _Item, url: str, cap: _Cap, watch: St
             )
 
 
-async def _stream_async(opener: Opener, item: _Item, url: str, cap: _Cap, timeout: float) -> None:
+async def _stream_async(
+    opener: Opener, item: _Item, url: str, cap: _Cap, timeout: float, said: float
+) -> None:
     """:func:`_stream` on an event loop."""
-    tries = _Tries(timeout)
+    tries = _Tries(timeout, said)
     while True:
         try:
             return await _stream_once_async(opener, item, url, cap, tries.deadline())

@@ -479,9 +479,15 @@ class Job:
                     self._asked_now = asyncio.ensure_future(self._ask_now())
             raise
         except GatewayError as exc:
-            # Already finished on the gateway (a kept cancel taken after all, its answer
-            # lost): nothing is kept, nothing worth raising.
-            if exc.status_code in (400, 409) and not isinstance(exc, RateLimited):
+            # A 400/409 is "already finished" (a kept cancel taken after all, its answer
+            # lost) or "too late" (many gateways cancel only tasks not started): a first
+            # cancel of a task not seen ended asks the status, which says which.
+            ended = exc.status_code in (400, 409) and not isinstance(exc, RateLimited)
+            if ended and not resend and not (self.last_status and self.last_status.done):
+                with contextlib.suppress(GenwidgetsError):  # no answer: not known ended
+                    await self._status_now(retries=0)
+                ended = self.last_status is not None and self.last_status.done
+            if ended:
                 log.info("genwidgets: cancel of %s: %s", self.request_id, exc)
                 self._cancel_taken()
             else:  # not asked: the task bills on, and a cancel may be asked again
@@ -550,8 +556,23 @@ class Job:
                 return
 
     async def _fetch_result(self, status: Status) -> Result | None:
+        """The result of a task whose ``status`` ended it. A 404 "Request not found" of
+        the result after a status that did not say failed (results purged, a replica
+        that lost them) is no end of the task: the gateway said it was done, and it is
+        paid. It is a failed contact (``ServerError``), asked again up to the failure
+        limit, then the job's end as contact lost: never "gone", never created again."""
         try:
             result = await self._gateway.result(self._handle, source=self._output_source)
+        except RequestNotFound as exc:
+            if not is_failure(status.status):
+                raise ServerError(
+                    f"the gateway said {status.status}, but its result address answers "
+                    f"{exc.message!r}: the task ended and bills; its result was not read",
+                    status_code=exc.status_code,
+                    endpoint=self.endpoint,
+                    request_id=self.request_id,
+                ) from exc
+            result = None
         except GatewayError:
             if not is_failure(status.status):
                 raise

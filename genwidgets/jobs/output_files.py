@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._files import write_atomically
 from ..errors import GenwidgetsWarning
 from ..protocol.body import CHUNK
+from ..protocol.fetch import fetch_url
 from ..protocol.hand_made import HAND_MADE
 from ..protocol.output import Output
 from .engine import Engine
@@ -26,7 +27,7 @@ from .engine import Engine
 if TYPE_CHECKING:
     from ..protocol.http import Gateway
 
-__all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest", "size_of"]
+__all__ = ["Fetcher", "OutputFiles", "gateway_outputs", "holds_digest", "named_by", "size_of"]
 
 #: Reads one URL whole, at most its second argument's bytes (within a deadline); an HTTP
 #: error or a body over that cap raises.
@@ -92,14 +93,29 @@ class OutputFiles:
         write_atomically(target, data, parents=True)
 
 
+def named_by(gateway: str | None) -> OutputFiles:
+    """The source of outputs a gateway named, read with no client of it (the ledger's
+    rows): a plain GET that carries no credential, under that gateway's address rule
+    (an internal address refused while the gateway's is public:
+    docs/decisions.md#fetch-addresses)."""
+
+    def fetch(url: str, max_bytes: int) -> bytes:
+        return fetch_url(url, max_bytes=max_bytes, gateway=gateway)
+
+    return OutputFiles(fetch)
+
+
 def gateway_outputs(engine: Engine, gateway: Gateway) -> OutputFiles:
     """The source of a client's outputs, read from any thread: a URL through the
     gateway (its credential rule) on the engine; on the engine thread itself, a plain
-    GET that carries no credential (awaiting the engine there would deadlock)."""
+    GET that carries no credential (awaiting the engine there would deadlock), under
+    the gateway's address rule."""
 
     def fetch(url: str, max_bytes: int) -> bytes:
         if engine.in_engine_thread:
-            return HAND_MADE.fetch(url, max_bytes)
+            return fetch_url(
+                url, max_bytes=max_bytes, gateway=gateway.base_url, address=gateway.address
+            )
         return engine.run(gateway.fetch(url, max_bytes))
 
     return OutputFiles(fetch)

@@ -6,13 +6,17 @@ must not weigh what the video weighs. A preview is the video's first seconds,
 scaled down, at a low frame rate, re-encoded as H.264 in MP4 (it plays in every
 browser) with no sound, tried on a ladder of smaller settings until it fits in
 ``max_bytes``. It is made once from the downloaded file and cached beside it as
-``<name>.preview<max_bytes>.mp4``. docs/decisions.md#video-previews.
+``<name>.preview<max_bytes>.mp4``; a video that gives none is remembered by an empty
+``<name>.preview<max_bytes>.none``. Decoding is bounded in frames and in time, whatever
+the video's timestamps say. docs/decisions.md#video-previews.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -25,6 +29,12 @@ __all__ = ["PREVIEW_BUDGET", "Rung", "preview", "preview_bytes"]
 PREVIEW_BUDGET = 300_000
 #: A source larger than this (pixels per frame) is not decoded for a preview.
 MAX_SOURCE_PIXELS = 4096 * 4096
+#: The fastest source a rung decodes its seconds of: a rung decodes at most
+#: ``seconds x MAX_SOURCE_FPS`` frames, so a video whose timestamps barely advance
+#: (10 us a frame never reach 6 s) is not decoded whole.
+MAX_SOURCE_FPS = 240
+#: Seconds of wall time one video's preview may take, all rungs together.
+PREVIEW_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,14 @@ def _size(width: int, height: int, side: int) -> tuple[int, int]:
     return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
-def _encode(source: Path, rung: Rung) -> bytes | None:
-    """The preview at one rung, or ``None``. Written through a temporary file beside the
-    source: ``faststart`` (the index first, so a page plays before it has every byte)
-    rewrites the file, which an in-memory buffer cannot do."""
+def _encode(
+    source: Path, rung: Rung, clock: Callable[[], float], until: float
+) -> bytes | None:
+    """The preview at one rung, or ``None`` (the source gives none). Written through a
+    temporary file beside the source: ``faststart`` (the index first, so a page plays
+    before it has every byte) rewrites the file, which an in-memory buffer cannot do.
+    Decoding stops at the rung's seconds, at ``seconds x MAX_SOURCE_FPS`` frames, or
+    once ``clock()`` passes ``until``."""
     import av  # noqa: PLC0415 - PyAV loads only when a video is previewed
 
     try:
@@ -81,9 +95,10 @@ def _encode(source: Path, rung: Rung) -> bytes | None:
                 video.options = {"crf": str(rung.crf), "preset": "medium", "tune": "fastdecode"}
                 video.codec_context.time_base = Fraction(1, rung.fps)
                 kept = 0
-                for frame in container.decode(stream):
+                most = int(rung.seconds * MAX_SOURCE_FPS)
+                for decoded, frame in enumerate(container.decode(stream), 1):
                     at = float(frame.time) if frame.time is not None else kept / rung.fps
-                    if at > rung.seconds:
+                    if at > rung.seconds or decoded > most or clock() > until:
                         break
                     if at + 1e-6 < kept / rung.fps:  # thin to the preview's frame rate
                         continue
@@ -102,28 +117,52 @@ def _encode(source: Path, rung: Rung) -> bytes | None:
         return None
 
 
-def preview_bytes(path: str | os.PathLike[str], max_bytes: int = PREVIEW_BUDGET) -> bytes | None:
+def preview_bytes(
+    path: str | os.PathLike[str],
+    max_bytes: int = PREVIEW_BUDGET,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> bytes | None:
     """The preview of a saved video as MP4 bytes, at most ``max_bytes``; ``None``
     when the file is not a video PyAV can read or no rung of the ladder fits."""
-    cached = preview(path, max_bytes)
+    cached = preview(path, max_bytes, clock=clock)
     return cached.read_bytes() if cached is not None else None
 
 
-def preview(path: str | os.PathLike[str], max_bytes: int = PREVIEW_BUDGET) -> Path | None:
+def preview(
+    path: str | os.PathLike[str],
+    max_bytes: int = PREVIEW_BUDGET,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> Path | None:
     """The preview file beside a saved video (made on first use, reused while the
     video is older), or ``None`` (see :func:`preview_bytes`). Written atomically,
-    so two kernels previewing one video never leave half a file."""
+    so two kernels previewing one video never leave half a file. A video that gave
+    none is not decoded again while it is unchanged (an empty ``.none`` beside it):
+    every display of its face asked again. The ladder stops at a rung the source
+    gives nothing at (a smaller one would not either) and after :data:`PREVIEW_SECONDS`
+    on ``clock``."""
     source = Path(path)
     target = source.with_name(f"{source.name}.preview{max_bytes}.mp4")
     if is_fresh(target, source):
         return target
-    made = next(
-        (data for rung in LADDER if (data := _encode(source, rung)) and len(data) <= max_bytes),
-        None,
-    )
-    if made is None:
+    none = source.with_name(f"{source.name}.preview{max_bytes}.none")
+    if is_fresh(none, source):
         return None
+    until = clock() + PREVIEW_SECONDS
+    made = None
+    for rung in LADDER:
+        data = _encode(source, rung, clock, until)
+        if data is not None and len(data) <= max_bytes:
+            made = data
+            break
+        if data is None or clock() > until:
+            break
     try:
-        return write_atomically(target, made)
+        if made is not None:
+            return write_atomically(target, made)
+        if source.is_file():
+            write_atomically(none, b"")
     except OSError:
-        return None
+        pass
+    return None

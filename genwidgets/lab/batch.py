@@ -108,6 +108,9 @@ FOLLOW_BACKOFF_MAX = 60.0
 FOLLOWING_AGAIN = "; following it again (no new create)"
 #: how the ``error`` of a row given up ``unknown`` with its request id ends
 RERUN = "Running the batch again re-attaches it (no new create)"
+#: how a row's words begin when the gateway answered 404 for its task (restarted, or past
+#: its retention): ``unknown``, never ``failed`` (docs/decisions.md#batch-row-states)
+FORGOTTEN = "the gateway no longer knows its task"
 #: set by ``genwidgets.widgets.batch_view`` so a displayed batch draws its live view
 display_hook: Callable[[Batch], None] | None = None
 #: failures of a cancel or a poll that say contact is lost (a 5xx, no answer)
@@ -652,14 +655,23 @@ class Batch:
                         row, f"contact lost: its client was closed ({type(exc).__name__}: {exc})"
                     )
                 return
-            except Exception as exc:  # the gateway said the task is gone, or an odd end
+            except RequestNotFound as exc:  # made (a request id): it may have run and billed
+                if not getattr(self.client, "embedded", False):
+                    with self.lock:
+                        row.error = (
+                            f"{FORGOTTEN} (restarted, or past its retention: {exc}): it may "
+                            "have run and billed, so it is not sent again (retry_failed() "
+                            "leaves it); look for it with client.history()"
+                        )
+                        self.update(row, UNKNOWN)
+                    return
+                error = (
+                    "made by the embedded simulator of a process that has ended: it cannot "
+                    "be resumed; retry_failed() (genwidgets batch --retry-failed) makes it "
+                    "again, free on the simulator"
+                )
+            except Exception as exc:  # an odd end
                 error = f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, RequestNotFound) and getattr(self.client, "embedded", False):
-                    error = (
-                        "made by the embedded simulator of a process that has ended: it cannot "
-                        "be resumed; retry_failed() (genwidgets batch --retry-failed) makes it "
-                        "again, free on the simulator"
-                    )
         if result is not None and result.ok:
             self._write(row, result)
             return

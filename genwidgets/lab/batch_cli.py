@@ -16,11 +16,13 @@ import functools
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from .._client import Client
 from .._config import ENV_API_KEY, ENV_BASE_URL, shown_path
 from .._formats import terminal_text
+from ..catalog import endpoints
 from ..errors import (
     BudgetExceeded,
     EndpointNotFound,
@@ -98,7 +100,8 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint",
         required=True,
-        help="the endpoint every row goes to (a column named 'endpoint' sends a row elsewhere)",
+        help="the endpoint every row goes to (a column named 'endpoint' sends a row "
+        f"elsewhere): {', '.join(e.id for e in endpoints())}",
     )
     parser.add_argument(
         "--set",
@@ -182,6 +185,21 @@ FLAG_WORDS = (
         "the same command is run again",
     ),
     (r"or the same rows and template to resume it", "or the same rows and --set to resume it"),
+    (r"\(gw\.endpoints\(\) lists them\)", "(genwidgets batch --help lists them)"),
+    (
+        r"Wait again with job\.result\(\), or stop it with job\.cancel\(\)\.",
+        "genwidgets result ID --wait SECONDS waits again; genwidgets cancel ID stops it.",
+    ),
+    (r"Wait again with job\.result\(\)\.", "genwidgets result ID --wait SECONDS waits again."),
+    (r" or pass base_url=\.\.\. \(with neither,", " (with neither,"),
+    # the transport's failures (httpx's class names) in words
+    (r"\bConnectError: All connection attempts failed", "no connection could be made"),
+    (r"\bConnectError: no detail\b", "no connection could be made"),
+    (r"\bConnectError: ", "no connection could be made: "),
+    (r"\b(?:Connect|Read|Write|Pool)Timeout: no detail\b", "no answer in time"),
+    (r"\b(?:Connect|Read|Write|Pool)Timeout: ", "no answer in time: "),
+    (r"\bRemoteProtocolError: ", "the gateway's answer broke off: "),
+    (r"\b(?:Read|Write)Error: ", "the connection broke: "),
 )
 
 
@@ -191,6 +209,18 @@ def command_words(text: str) -> str:
     for python, flags in FLAG_WORDS:
         text = re.sub(python, flags, text)
     return text
+
+
+def _answered(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is the gateway's answer (its text as it came), not the library's
+    (an unknown endpoint, no connection: said in the command's words)."""
+    return isinstance(exc, GatewayError) and exc.status_code is not None
+
+
+def error_words(exc: BaseException) -> str:
+    """An error's text for a command: the library's advice in the command's words
+    (:func:`command_words`), never Python's; a gateway's answer, as it came."""
+    return str(exc) if _answered(exc) else command_words(str(exc))
 
 
 def say_error(
@@ -206,7 +236,7 @@ def say_error(
 ) -> int:
     """How every command says it did not do what was asked, on stderr or (``--json``) as
     one JSON object on stdout; returns ``code``, its exit status. docs/decisions.md#batch-cli."""
-    if not isinstance(exc, GatewayError):  # a gateway's text is shown as it came
+    if not _answered(exc):  # a gateway's text is shown as it came
         message = command_words(message)
     if not as_json:
         print(f"genwidgets {command}: {message}", file=stderr or sys.stderr)
@@ -218,6 +248,26 @@ def say_error(
             record["problems"] = [p | {"msg": command_words(str(p["msg"]))} for p in exc.errors]
     print(json.dumps(record, default=str), file=stdout or sys.stdout)
     return code
+
+
+#: what happens next to a failed row of the embedded simulator: made again, not billed
+EMBEDDED_RETRY = "genwidgets batch --retry-failed makes it again (free: the simulator)"
+#: the command a next step names first (``genwidgets batch --retry-failed``)
+_COMMAND = re.compile(r"genwidgets [a-z]+(?: --[a-z-]+)*")
+
+
+def _next_step(batch: Batch, row: Any) -> str:
+    """A row's next step in the command's words; a failed row of the embedded simulator
+    is made again free, not "a new create, billed" (its error said "free")."""
+    if row.status == "failed" and getattr(batch.client, "embedded", False):
+        return EMBEDDED_RETRY
+    return command_words(row.next_step)
+
+
+def _not_repeated(error: str | None, step: str) -> str:
+    """``step``, unless ``error`` already gave that advice (names its command)."""
+    named = _COMMAND.match(step)
+    return "" if named and error and named.group() in error else step
 
 
 def _report(batch: Batch) -> dict[str, Any]:
@@ -241,12 +291,36 @@ def _report(batch: Batch) -> dict[str, Any]:
                 "status": r.status,
                 "request_id": r.request_id,
                 "error": r.error and command_words(r.error),
-                "next": command_words(r.next_step),
+                "next": _next_step(batch, r),
             }
             for r in batch.rows
             if r.status != "done"
         ],
     }
+
+
+def _asked_on(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> TextIO | None:
+    """Where the confirmation question goes: a terminal, where the person who must answer
+    sees it. stdout, unless it holds the JSON or is redirected (``> log.txt``: the question
+    went into the file and the command waited for an answer nobody was asked); else
+    stderr; else none, and the command refuses as without a terminal (``--yes``)."""
+    if stdout.isatty() and not args.json:
+        return stdout
+    return stderr if stderr.isatty() else None
+
+
+def _say_plan(batch: Batch, embedded: bool, to_send: int, file: TextIO) -> None:
+    """The plan a confirmation is asked for: the batch, its folder, its rows and cost."""
+    print(f"batch {batch.id} → {shown_path(batch.out)}", file=file)
+    if embedded:  # a forgotten export must not look like the real gateway
+        print(
+            f"simulated: neither {ENV_BASE_URL} nor {ENV_API_KEY} is set, so the "
+            "embedded simulator answers and nothing is billed",
+            file=file,
+        )
+    print(batch.plan.summary(), file=file)
+    if to_send < len(batch.rows):
+        print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=file)
 
 
 def run_batch(
@@ -267,6 +341,14 @@ def run_batch(
         _once("--price", [(f"{endpoint}:{key}", value) for endpoint, key, value in args.price])
     except ValueError as exc:
         return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
+    try:  # a name not UTF-8 (byte 0xff: a lone surrogate) the batch's store cannot keep
+        str(Path(args.out).absolute()).encode()
+    except UnicodeEncodeError:
+        said = (
+            f"refused, nothing sent: --out {shown_path(args.out)} names a folder whose path "
+            "is not UTF-8, which the batch's record cannot keep; give another folder"
+        )
+        return error(said, EXIT_REFUSED, id=args.id)
     prices: dict[str, dict[str, float]] = {}
     for endpoint, key, value in args.price:
         prices.setdefault(endpoint, {})[key] = value
@@ -299,28 +381,26 @@ def run_batch(
             return error(f"not opened, nothing sent: {exc}", EXIT_NOT_DONE, exc=exc, id=args.id)
         retried = len(batch.failed) if args.retry_failed else 0
         to_send = len(batch.waiting()) + retried
-        if not args.json:
-            print(f"batch {batch.id} → {shown_path(batch.out)}", file=stdout)
-            if client.embedded:  # a forgotten export must not look like the real gateway
-                print(
-                    f"simulated: neither {ENV_BASE_URL} nor {ENV_API_KEY} is set, so the "
-                    "embedded simulator answers and nothing is billed",
-                    file=stdout,
+        asking = bool(to_send) and not args.yes
+        asked = _asked_on(args, stdout, stderr) if asking and stdin.isatty() else None
+        # the plan goes to stdout, and where the question goes: the person confirming sees it
+        plan_to = [] if args.json else [stdout]
+        plan_to += [asked] if asked is not None and asked is not stdout else []
+        for stream in plan_to:
+            _say_plan(batch, client.embedded, to_send, stream)
+        if asking:
+            if asked is None:
+                where = (
+                    "neither stdout nor stderr is a terminal"
+                    if stdin.isatty()
+                    else "stdin is not a terminal"
                 )
-            print(batch.plan.summary(), file=stdout)
-            if to_send < len(batch.rows):
-                print(f"resumed: {len(batch.rows) - to_send} row(s) already sent", file=stdout)
-        if to_send and not args.yes:
-            if not stdin.isatty():
                 return error(
-                    f"refused: {to_send} row(s) to send and stdin is not a terminal to "
-                    "confirm; pass --yes",
+                    f"refused: {to_send} row(s) to send and {where} to confirm; pass --yes",
                     EXIT_REFUSED,
                     id=batch.id,
                     to_send=to_send,
                 )
-            # with --json the question goes to stderr: stdout holds the one JSON object
-            asked = stderr if args.json else stdout
             print(f"Send {to_send} row(s)? [y/N]", end=" ", file=asked, flush=True)
             if stdin.readline().strip().lower() not in ("y", "yes"):
                 return error("not confirmed, nothing sent", EXIT_REFUSED, id=batch.id)
@@ -362,7 +442,8 @@ def run_batch(
                 line = f"  {where} {row['status']}: {terminal_text(row['error'] or 'not done')}"
                 if row["request_id"] and row["request_id"] not in line:
                     line += f" [{row['request_id']}]"
-                line += f" → {row['next']}" if row["next"] else ""
+                step = _not_repeated(row["error"], row["next"])
+                line += f" → {step}" if step else ""
                 print(line, file=stdout)
             if len(report["not_done"]) > LISTED:
                 print(f"  … and {len(report['not_done']) - LISTED} more", file=stdout)

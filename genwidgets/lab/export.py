@@ -45,6 +45,7 @@ __all__ = [
     "legend",
     "local_paths_shown",
     "margins",
+    "named_for",
     "read_export",
     "read_png_description",
     "save_png",
@@ -201,8 +202,23 @@ def tables(run: GridRun) -> list[tuple[Any, list[list[GridCell | None]]]]:
     return list(zip(axis_values(run, "z"), found, strict=True))
 
 
+def named_for(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Path:
+    """``path`` as an export is written under it: its suffix one of ``suffixes`` (any
+    case), the first added when it has none; another type's is a ValueError saying
+    ``what`` it writes (PNG bytes in ``sheet.html`` opened as garbage)."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if not suffix:
+        return target.with_name(target.name + suffixes[0])
+    if suffix not in suffixes:
+        raise ValueError(f"{what}: name it {' or '.join(suffixes)}, not {suffix}")
+    return target
+
+
 def save_png(run: GridRun, path: str | Path) -> Path:
-    """Write the contact sheet (see the module docstring); returns the path."""
+    """Write the contact sheet (see the module docstring); returns the path (``.png``
+    added to a name without a suffix; another suffix is a ValueError)."""
+    path = named_for(path, "save_png writes a PNG", (".png",))
     from PIL import Image, ImageDraw, ImageFont  # noqa: PLC0415 - Pillow loads only when an export draws
     from PIL.PngImagePlugin import PngInfo  # noqa: PLC0415 - Pillow loads only when an export draws
 

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
 from ..catalog.checks import shown
-from ..errors import LedgerError
+from ..errors import LedgerError, NotRecorded
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
+from ..jobs.ledger.file import read_only
+from ..jobs.ledger.writer import is_disk_fault
 from ..protocol.records import Output, is_terminal
-from .batch import TICK, Batch
+from .batch import FORGOTTEN, TICK, Batch
 from .batch_store import (
     CANCELLED,
     DONE,
@@ -109,9 +111,25 @@ class GridCell:
 
     @property
     def in_doubt(self) -> bool:
-        """Its create's outcome is unknown: a task may exist (and bill); never sent again,
-        so neither failed nor done well."""
-        return self.error is not None and self.error.startswith("outcome unknown")
+        """Its create's outcome is unknown, or the gateway no longer knows its task
+        (:attr:`forgotten`): a task may exist (and bill); never sent again, so neither
+        failed nor done well."""
+        return self.forgotten or (
+            self.error is not None and self.error.startswith("outcome unknown")
+        )
+
+    @property
+    def forgotten(self) -> bool:
+        """Its task was made (a request id) and the gateway then answered 404 for it (a
+        restart, a result past its retention): it may have run and billed, so it is never
+        failed nor sent again (docs/decisions.md#batch-row-states)."""
+        row = self.row
+        return (
+            row.state == UNKNOWN
+            and row.request_id is not None
+            and not row.elsewhere
+            and (row.error or "").startswith(FORGOTTEN)
+        )
 
     @property
     def trouble(self) -> str | None:
@@ -120,6 +138,8 @@ class GridCell:
         task's own words (a person or a deadline stopped it, not the gateway); None when
         nothing did."""
         state = self.row.state
+        if self.forgotten:
+            return self.row.error
         if self.error is not None or not self.failed:
             return self.error
         if state == FAILED:
@@ -135,6 +155,7 @@ class GridCell:
             row.request_id is not None
             and not row.elsewhere
             and (row.lost > 0 or row.state == UNKNOWN)
+            and not self.forgotten
         )
 
     @property
@@ -240,6 +261,26 @@ class GridRun(Batch):
 
     # ------------------------------------------------------------------ sending
 
+    def store_batch(self) -> None:
+        """:meth:`Batch.store_batch`; a home that cannot be written (read-only, a full
+        disk) refuses the grid in words that say so and what to do, nothing sent (the
+        store's error came out of sqlite's internals: docs/decisions.md#grid-run)."""
+        try:
+            super().store_batch()
+        except LedgerError as exc:
+            fault = exc.__cause__ or exc.__context__
+            if not isinstance(fault, sqlite3.Error) or not (
+                is_disk_fault(fault) or read_only(fault)
+            ):
+                raise
+            raise NotRecorded(
+                f"grid {self.id} not sent: GENWIDGETS_HOME cannot be written (its ledger "
+                f"{self.store.path}: {fault}), so the grid cannot be recorded before its "
+                "creates leave; nothing was sent or billed. Make it writable, or set "
+                "GENWIDGETS_HOME to a folder you can write, and send it again "
+                "(run the cell again, or grid.submit() on a grid you hold)"
+            ) from None
+
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost
         with and sends only the cells that wait (after a pause, a cancel, an interrupt,
@@ -289,28 +330,43 @@ class GridRun(Batch):
             row.elsewhere = row.request_id is not None and row.job is None
 
     def follow_elsewhere(self) -> int:
-        """The cells another kernel was sending when this one opened the grid, read again
-        from the store (they showed "not created", failed, forever): one with a task now is
-        followed here, no create, as a re-opened grid follows it; one ended there without a
-        task shows as it ended; one given back there unsent (``waiting``) is this kernel's
-        to send at :meth:`submit`; one whose kernel went away before its answer is settled
-        from the ledger by its tag (:meth:`Batch.reconcile`). Returns how many another
-        live kernel is still sending."""
-        held = [c.row for c in self.cells if c.row.elsewhere]
-        if not held:
+        """The cells another kernel was sending when this one opened the grid, and, while
+        this run does not send, the cells it has never sent (another kernel may send them
+        since: it sends in chunks), read again from the store (they showed "not created",
+        failed, or "not sent", forever): one with a task now is followed here, no create,
+        as a re-opened grid follows it; one another live kernel reserved is held as being
+        sent there; one ended there without a task shows as it ended; one given back
+        there unsent (``waiting``) is this kernel's to send at :meth:`submit`; one whose
+        kernel went away before its answer is settled from the ledger by its tag
+        (:meth:`Batch.reconcile`). Returns how many another live kernel is still sending."""
+
+        def ours(row: BatchRow) -> bool:  # under the lock: what to read again
+            return row.elsewhere or (row.state == WAITING and not self.sending)
+
+        with self.lock:
+            held = [row for row in self.rows if ours(row)]
+        if not held or not self.stored:
             return 0
         stored = {r.index: r for r in self.store.rows(self.id, [r.index for r in held])}
         tables = self.store.tables
         alive = tables.alive_owners() - {tables.owner}
         follow: list[BatchRow] = []
         settle: list[BatchRow] = []
-        sending, given_back = 0, False
+        sending, given_back, taken = 0, False, False
         with self.lock:
             for row in held:
                 record = stored.get(row.index)
-                if not row.elsewhere or record is None:
+                if record is None or not ours(row):  # this run sent it meanwhile
                     continue
-                if record.state == SENDING and record.owner in alive:
+                if not row.elsewhere:  # never sent here: untouched while it still waits,
+                    # or while this process's own reservation of it is settling
+                    if record.state == WAITING or (
+                        record.state == SENDING and record.owner == tables.owner
+                    ):
+                        continue
+                    taken = True
+                if record.state == SENDING and record.owner in alive:  # a live kernel sends it
+                    row.elsewhere = True
                     sending += 1
                     continue
                 self.as_stored(row, record)
@@ -322,16 +378,18 @@ class GridRun(Batch):
                     settle.append(row)
                 elif record.state == WAITING:  # given back there (a rate limit, a pause)
                     given_back = True
+            if taken:  # sent by another kernel: this grid has been sent
+                self.started = True
         if settle:
             self.reconcile(settle)
-        if settle or given_back:
+        if settle or given_back or taken:
             with self.lock:  # one that never left is this kernel's: submit() sends it, as
                 # on re-opening (with no stop, submit() sent nothing and wait() never ended)
                 if self.waiting() and not self.sending and self.stopped is None:
                     self.stopped = f"re-opened: {self.unit}s never sent wait for submit()"
         if follow:
             self.attach_all(follow)
-        if follow or settle or given_back:
+        if follow or settle or given_back or taken:
             self._ensure_finisher()
             self.changed()
         return sending
@@ -509,6 +567,8 @@ def status_of(cell: GridCell) -> str:
         return "outcome unknown" if cell.in_doubt else "not created"
     if cell.unsent:
         return "not sent (paused)" if cell.held else "not sent"
+    if cell.forgotten:
+        return "outcome unknown"
     if cell.lost:
         return "contact lost"
     if cell.row.state == DONE:

@@ -39,8 +39,10 @@ __all__ = [
     "Stopwatch",
     "Watch",
     "aiter_capped",
+    "failure_words",
     "gathered",
     "iter_capped",
+    "outlasted",
     "read_answer",
     "read_capped",
     "redact_json",
@@ -72,20 +74,39 @@ class _TooSlow(_BodyRefused):
     """The exchange outlasted its total deadline (see :class:`Deadline`)."""
 
 
+def outlasted(exc: BaseException) -> bool:
+    """Whether ``exc`` is an exchange that outlasted its deadline (:class:`_TooSlow`)."""
+    return isinstance(exc, _TooSlow)
+
+
+def failure_words(exc: BaseException) -> str:
+    """A failed exchange in words: an answer refused here (over a cap, past its deadline)
+    by its words alone, never the name of a private class; any other error by its
+    class and words (``ConnectError: ...``; ``ReadTimeout: no detail``, which the
+    command line says in its words)."""
+    if isinstance(exc, _BodyRefused) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+
+
 @dataclass(frozen=True)
 class Deadline:
     """How long one exchange may take: ``grace`` seconds, plus one second for every
-    ``min_rate`` bytes sent (``sent``) or received so far."""
+    ``min_rate`` bytes sent (``sent``) or received so far. ``said``: the seconds its
+    words give, when ``grace`` is what was left of a longer one (a download's later
+    try): alike failures say alike words, never a time left to the microsecond."""
 
     grace: float
     sent: int = 0
     min_rate: float = MIN_RATE
+    said: float | None = None
 
     def allowed(self, received: int) -> float:
         return self.grace + (self.sent + received) / self.min_rate
 
     def __str__(self) -> str:
-        return f"{self.grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
+        grace = self.grace if self.said is None else self.said
+        return f"{grace:g} s, plus 1 s per {self.min_rate / 1024:g} KiB sent or received"
 
 
 class Stopwatch:
@@ -342,6 +363,9 @@ class Answer:
     url: httpx.URL | None = None
     content: bytes = b""
     refused: str | None = None
+    #: the method of the request this answers: a create's POST that a 301/302/303 turned
+    #: into a GET is answered by that GET (``Gateway.create`` reads it)
+    method: str | None = None
     _parsed: list[Any] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -349,13 +373,14 @@ class Answer:
         """The answer of a response already read whole (one built by hand, a test's)."""
         try:
             url: httpx.URL | None = response.request.url
+            method: str | None = response.request.method
         except RuntimeError:  # a Response built by hand has no request
-            url = None
+            url, method = None, None
         content, refused = response.content, None
         if len(content) > max_bytes:
             content, refused = b"", str(_too_large(len(content), max_bytes, "received"))
         return cls(response.status_code, response.headers, response.reason_phrase, url, content,
-                   refused)  # fmt: skip
+                   refused, method)  # fmt: skip
 
     def json(self) -> Any:
         """The body as JSON (depth-checked, redacted), or None when it is not readable."""
@@ -423,7 +448,11 @@ async def read_answer(
     undecodable is an answer with ``refused`` set (its status still counts); only a
     transport failure or the deadline (:class:`_TooSlow`) raises."""
     answer = Answer(
-        response.status_code, response.headers, response.reason_phrase, response.request.url
+        response.status_code,
+        response.headers,
+        response.reason_phrase,
+        response.request.url,
+        method=response.request.method,
     )
     try:
         answer.content = await read_capped(response, max_bytes, watch)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import socket
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
@@ -255,10 +256,16 @@ class _OriginRule:
     async def _acheck_peer(self, request: httpx.Request, peer: str | None, *, sent: bool) -> None:
         """:meth:`_check_peer`, the gateway's class looked up first when it matters and
         no connection to the gateway told it yet (a ledger's output read on a new client)."""
-        off_origin = self.origin is not None and not same_origin(request.url, self.origin)
-        if off_origin and self.gateway.internal is None and peer and is_internal(peer):
+        if self._must_learn(request, peer):
             await self._learn_gateway()
         self._check_peer(request, peer, sent=sent)
+
+    def _must_learn(self, request: httpx.Request, peer: str | None) -> bool:
+        """Whether the gateway's class decides ``request`` (off its origin, at an
+        internal ``peer``) and no connection to the gateway told it yet."""
+        if self.origin is None or self.gateway.internal is not None or peer is None:
+            return False
+        return not same_origin(request.url, self.origin) and is_internal(peer)
 
     async def _learn_gateway(self) -> None:
         """The gateway's class from its host's addresses (any internal one makes it
@@ -276,6 +283,46 @@ class _OriginRule:
                 return  # unknown: the gateway's first connection will tell
             found = [str(info[4][0]) for info in infos]
         self.gateway.internal = any(is_internal(address) for address in found)
+
+    def _learn_gateway_now(self) -> None:
+        """:meth:`_learn_gateway` for a blocking fetch (``socket.getaddrinfo``)."""
+        host = urlsplit(self.origin or "").hostname or ""
+        try:
+            found = [ipaddress.ip_address(host).compressed]
+        except ValueError:
+            if urllib.request.getproxies():
+                return
+            try:
+                infos = socket.getaddrinfo(host, None)
+            except OSError:
+                return
+            found = [str(info[4][0]) for info in infos]
+        self.gateway.internal = any(is_internal(address) for address in found)
+
+    def _on_connect_now(self, event: str, info: dict[str, Any], hop: httpx.Request) -> None:
+        """:meth:`_on_connect` for a blocking fetch."""
+        if event == "connection.connect_tcp.complete":
+            stream = info["return_value"]
+            peer = _peer(stream)
+            try:
+                if self._must_learn(hop, peer):
+                    self._learn_gateway_now()
+                self._check_peer(hop, peer, sent=False)
+            except InternalAddress:
+                stream.close()
+                raise
+
+    def brequest(self, request: httpx.Request) -> None:
+        """:meth:`request` for a blocking client, checking each connection as it is made."""
+        self.request(request)
+        if self.origin is not None and self.gateway.internal is not True:
+            request.extensions["trace"] = functools.partial(self._on_connect_now, hop=request)
+
+    def bresponse(self, response: httpx.Response) -> None:
+        """:meth:`response` for a blocking client (a connection kept from before)."""
+        if self._must_learn(response.request, _peer(response.extensions.get("network_stream"))):
+            self._learn_gateway_now()
+        self.response(response)
 
     async def _on_connect(self, event: str, info: dict[str, Any], hop: httpx.Request) -> None:
         """httpcore's ``trace`` of a request: a connection just made to an internal
@@ -341,11 +388,21 @@ def http_client(
     )
 
 
-def blocking_client(*, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.Client:
-    """The ``httpx.Client`` of the blocking fetches: no credential, no cookie, anywhere."""
-    rule = _OriginRule(None)
+def blocking_client(
+    *,
+    timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    gateway: str | None = None,
+    address: GatewayAddress | None = None,
+) -> httpx.Client:
+    """The ``httpx.Client`` of the blocking fetches: no credential, no cookie, anywhere.
+    ``gateway``: the base URL of the gateway that named what is fetched (``address``:
+    what is known of its address): no internal address is reached while its is public,
+    as its own clients refuse (docs/decisions.md#fetch-addresses)."""
+    web = gateway is not None and gateway[:8].lower().startswith(("http://", "https://"))
+    origin = gateway if web else None
+    rule = _OriginRule(origin, ORIGIN_BOUND_HEADERS, address)
     return httpx.Client(
-        event_hooks={"request": [rule.request], "response": [rule.response]},
+        event_hooks={"request": [rule.brequest], "response": [rule.bresponse]},
         **_options(None, timeout, None),
     )
 
@@ -406,10 +463,15 @@ def fetch_url(
     *,
     timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
     max_bytes: int = MAX_READ_BYTES,
+    gateway: str | None = None,
+    address: GatewayAddress | None = None,
 ) -> bytes:
     """The bytes at ``url`` (no credential nor cookie sent; an HTTP error raises),
-    within ``max_bytes`` and a deadline of ``timeout`` seconds plus the transfer."""
+    within ``max_bytes`` and a deadline of ``timeout`` seconds plus the transfer;
+    ``gateway`` and ``address``: the rule of the gateway that named it
+    (:func:`blocking_client`)."""
     watch = Stopwatch(Deadline(seconds(timeout)))
-    with blocking_client(timeout=timeout) as http, open_url(http, url, watch) as response:
+    client = blocking_client(timeout=timeout, gateway=gateway, address=address)
+    with client as http, open_url(http, url, watch) as response:
         response.raise_for_status()
         return gathered(iter_capped(response, max_bytes, watch))

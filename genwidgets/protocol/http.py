@@ -48,7 +48,7 @@ from ..errors import (
     Unreachable,
     WebhookNotSupported,
 )
-from .body import MAX_ANSWER_BYTES, Answer, Deadline, read_answer, within
+from .body import MAX_ANSWER_BYTES, Answer, Deadline, failure_words, read_answer, within
 from .fetch import (
     MAX_READ_BYTES,
     MAX_REDIRECTS,
@@ -269,6 +269,21 @@ def says_task_unknown(answer: Answer) -> bool:
     )
 
 
+def _redirected_create(answer: Answer, endpoint: str) -> OutcomeUnknown:
+    """A create answered by a 301/302/303 (POST-redirect-GET: "made, see there"), whose
+    GET then answered an error (a result address's 400 "still in progress", a 405): the
+    error answers the GET, never the create, and the redirect is the best sign that a
+    task exists. Outcome unknown: never "not created", never sent again."""
+    said = error_from_response(answer, endpoint=endpoint).message
+    return OutcomeUnknown(
+        "the create request was answered by a redirect, and the address it named answered "
+        f"HTTP {answer.status_code} ({said}); a task may exist and is not retried to "
+        "avoid a duplicate. Check client.history() before submitting again.",
+        endpoint=endpoint,
+        status_code=answer.status_code,
+    )
+
+
 def is_refusal(answer: Answer) -> bool:
     """An error answer: a status of 400 or more, or a body in the spec's gateway error
     shape (an ``error`` object with a string ``code``, no task ``status`` and no task
@@ -360,7 +375,7 @@ class Gateway:
         sent = _headers(Secret.wrap(api_key), headers)
         #: the class of the gateway's address, learnt by either client: a name rebound
         #: between a create and a poll is refused by both
-        address = GatewayAddress()
+        self.address = address = GatewayAddress()
         self._http = http_client(
             headers=sent,
             timeout=timeout,
@@ -584,7 +599,7 @@ class Gateway:
                 if not _nothing_sent(exc):
                     raise OutcomeUnknown(
                         "the create request was sent but no whole answer arrived "
-                        f"({type(exc).__name__}: {redact(str(exc)) or 'no detail'}); a task "
+                        f"({redact(failure_words(exc))}); a task "
                         "may exist and is not retried to avoid a duplicate. Check "
                         "client.history() before submitting again.",
                         endpoint=endpoint,
@@ -600,6 +615,8 @@ class Gateway:
             else:
                 if not is_refusal(answer):
                     return self._handle(endpoint, answer)
+                if answer.method not in (None, "POST"):
+                    raise _redirected_create(answer, endpoint)
                 error = error_from_response(answer, endpoint=endpoint)
                 if isinstance(error, ServerError):  # a 5xx may follow a task made
                     raise OutcomeUnknown(
@@ -679,7 +696,7 @@ class Gateway:
                 # Nothing sent: Unreachable; an answer that broke off: the gateway failed.
                 kind = Unreachable if _nothing_sent(exc) else ServerError
                 error = kind(
-                    f"{op} request failed: {type(exc).__name__}: {redact(str(exc)) or 'no detail'}",
+                    f"{op} request failed: {redact(failure_words(exc))}",
                     endpoint=endpoint,
                     request_id=request_id,
                 )

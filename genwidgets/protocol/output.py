@@ -27,9 +27,10 @@ import httpx
 from pydantic import AliasChoices, Field, PlainValidator, model_validator
 
 from .._config import redact, shown_path
-from .._formats import decode_data_url, extension_for, human_bytes
+from .._formats import TERMINAL_CONTROLS, decode_data_url, extension_for, human_bytes, terminal_text
 from ..errors import DownloadError
 from ..media.files import sniff
+from .body import failure_words
 from .fetch import MAX_READ_BYTES
 from .hand_made import HAND_MADE
 from .values import MAX_CONTENT_TYPE, Reading, Text, resolve_output_url, str_or_none
@@ -89,9 +90,13 @@ class OutputSource(Protocol):
 
 
 def _content_type(value: Any) -> str | None:
-    """A record's content type, or None (untyped) when it is blank or too long."""
+    """A record's content type, or None (untyped) when it is blank, too long or holds a
+    character a terminal acts on (no media type has one: an escape sequence shown in a
+    repr or a console face would run; docs/decisions.md#inert-text)."""
     text = str_or_none(value)
-    return None if text is None or len(text) > MAX_CONTENT_TYPE else text.strip() or None
+    if text is None or len(text) > MAX_CONTENT_TYPE or TERMINAL_CONTROLS.search(text):
+        return None
+    return text.strip() or None
 
 
 class _OutputEntry(Reading):
@@ -210,7 +215,7 @@ class Output:
         if self.typed:
             return
         mime = (served or "").split(";")[0].strip().lower()
-        if mime and mime != UNTYPED and "/" in mime:
+        if mime and mime != UNTYPED and "/" in mime and not TERMINAL_CONTROLS.search(mime):
             self.content_type, self.typed = mime, True
             return
         sniffed = sniff(head[:64]) if head else None
@@ -308,7 +313,7 @@ class Output:
             parts.append(f"at {_short_url(self.url)}")
         elif self.url or "content" in self.raw:
             parts.append("inline")
-        return f"<Output {', '.join(parts)}>"
+        return terminal_text(f"<Output {', '.join(parts)}>")
 
     def _download(self, url: str, max_bytes: int) -> bytes:
         """The bytes at ``url``; a failure (an HTTP error, a body over its cap, a
@@ -320,7 +325,7 @@ class Output:
                 answer = exc.response
                 reason = f"HTTP {answer.status_code} {answer.reason_phrase}".rstrip()
             else:
-                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                reason = failure_words(exc)
             reason = redact(reason)
             raise DownloadError(
                 f"could not read output {self.index} ({self.content_type}) from "
@@ -405,5 +410,5 @@ class ReadBudget:
 def _short_url(url: str, limit: int = 80) -> str:
     """A URL as a repr shows it: no query (signed URLs carry long tokens), at most
     ``limit`` characters."""
-    bare = redact(url.split("?", 1)[0].split("#", 1)[0])
+    bare = terminal_text(redact(url.split("?", 1)[0].split("#", 1)[0]))
     return bare if len(bare) <= limit else bare[: limit - 1] + "…"

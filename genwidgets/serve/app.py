@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -37,6 +38,8 @@ from ..simulator.tasks import CANCELLED_ERROR
 from .budgets import (
     LIVE,
     SHARED_CANCEL,
+    TOLD,
+    Reservation,
     as_counted,
     ask_cancel,
     caller_and_task,
@@ -65,6 +68,8 @@ __all__ = ["create_app", "serve_state"]
 log = logging.getLogger("genwidgets.serve")
 T = TypeVar("T")
 _SEED_IN_PROMPT = re.compile(r"--seed\s+\d+")
+#: how a student is told that a request upstream failed, before the fault's own sentence
+_UPSTREAM_FAILED = "The class gateway's request upstream failed: "
 
 
 def serve_state(request: Request) -> ServeState:
@@ -146,16 +151,11 @@ async def create_task(request: Request) -> Response:
             raise refusal(422, None, describe_errors(exc.errors)) from None
         amounts = charge_of(endpoint, payload, config.prices)
         wait = await _read(state, holding_creates, config.database)
-        if wait > 0:
-            raise rate_limited(wait)
-        reservation = await run_in_threadpool(
-            reserve,
-            config.database,
-            key.name,
-            endpoint,
-            amounts,
-            cache_key=cache_key_of(endpoint, payload),
-            max_running=config.max_running,
+        if wait > 0:  # told the longer wait upstream said, if it was past the hold's ceiling
+            told = await _read(state, partial(holding_creates, config.database, what=TOLD))
+            raise rate_limited(max(wait, told))
+        reservation = await _reserve(
+            config, key, endpoint, amounts, cache_key_of(endpoint, payload)
         )
     except EndpointNotFound:
         return detail(404, f"App not found: {endpoint}")
@@ -173,16 +173,68 @@ async def create_task(request: Request) -> Response:
         retry = await state.gate.admit(key.name)
     except asyncio.CancelledError:  # the server stops while it waits its turn: nothing left
         # written here, not awaited: a stopping server's loop may run no other step
-        try:
-            release(config.database, reservation.task_id, "not_sent", "the class gateway stopped")
-        except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
-            log.warning("create %s: not given back at the stop: %s", reservation.task_id, exc)
+        _given_back_at_stop(config.database, reservation.task_id)
         raise
     if retry is not None:
         await run_in_threadpool(release, config.database, reservation.task_id, "not_sent")
         why = f"the class's creates wait their turn and this one waited {config.queue_wait:g} s"
         raise rate_limited(retry, why + "; nothing was billed")
     return await _forward_create(request, state, key, endpoint, payload, reservation.task_id)
+
+
+async def _reserve(
+    config: ServeConfig,
+    key: KeyRecord,
+    endpoint: str,
+    amounts: dict[str, int | None],
+    cache_key: str | None,
+) -> Reservation:
+    """:func:`~.budgets.reserve` in a thread, given back (``not_sent``) if the server
+    stops while it waits for the database's write lock: its thread commits after the
+    request ended, and the create, never sent, stayed ``sending`` (a running place, then
+    ``unknown``, reserved until the teacher guessed). Whichever side comes last, the
+    thread as it commits or the request as it is cancelled, gives it back."""
+    guard = threading.Lock()
+    made: list[Reservation] = []
+    stopped = threading.Event()
+
+    def work() -> Reservation:
+        reservation = reserve(
+            config.database,
+            key.name,
+            endpoint,
+            amounts,
+            cache_key=cache_key,
+            max_running=config.max_running,
+        )
+        with guard:
+            made.append(reservation)
+            late = stopped.is_set()
+        if late and not reservation.cached:
+            _given_back_at_stop(config.database, reservation.task_id)
+        return reservation
+
+    try:
+        return await run_in_threadpool(work)
+    except asyncio.CancelledError:
+        with guard:
+            stopped.set()
+            done = made[0] if made else None
+        if done is not None and not done.cached:
+            _given_back_at_stop(config.database, done.task_id)
+        log.warning("a create by %s: given back at the stop, never sent", key.name)
+        raise ServeError(
+            "The class gateway stopped: nothing was billed", status=503, code="SERVER_STOPPING"
+        ) from None
+
+
+def _given_back_at_stop(db: Database, task_id: str) -> None:
+    """A create the server stopped before it was sent, released ``not_sent``; written
+    where it is called, not awaited: a stopping server's loop may run no other step."""
+    try:
+        release(db, task_id, "not_sent", "the class gateway stopped")
+    except ServeError as exc:  # the sweep makes it unknown in time; the stop goes on
+        log.warning("create %s: not given back at the stop: %s", task_id, exc)
 
 
 async def _forward_create(
@@ -207,7 +259,7 @@ async def _forward_create(
             return _failure(
                 502,
                 "UPSTREAM_UNAVAILABLE",
-                f"The class gateway {fault.message}: nothing was billed",
+                f"{_UPSTREAM_FAILED}{fault.message}; nothing was billed",
             )
         answer = fault
     except asyncio.CancelledError:  # the server stops (SIGTERM) while upstream has it
@@ -266,7 +318,7 @@ async def _record_create(
     if isinstance(answer, ServeError):
         await run_in_threadpool(move, db, task_id, "unknown", error=answer.message[:500])
         log.warning("create %s by %s: outcome unknown (%s)", task_id, key.name, answer.message)
-        why = f"The class gateway's upstream did not answer ({answer.message})"
+        why = _UPSTREAM_FAILED + answer.message
         return _outcome_unknown(504, "UPSTREAM_TIMEOUT", why, task_id)
     # refused, never made, so never a task to charge: a 3xx or 4xx, a 2xx in the spec's
     # error shape (its error codes are shown, not their statuses), or a rate limit under any
@@ -285,7 +337,19 @@ async def _record_create(
             "create %s %s by %s: sent, upstream id %s", task_id, endpoint, key.name, upstream_id
         )
         try:
-            await run_in_threadpool(move, db, task_id, "open", upstream_id=upstream_id)
+            # from unknown too: a sweep may have taken a create upstream was slow to
+            # answer as one whose process stopped (it had no upstream id to follow)
+            moved = await run_in_threadpool(
+                partial(
+                    move,
+                    db,
+                    task_id,
+                    "open",
+                    source=("sending", "unknown"),
+                    upstream_id=upstream_id,
+                    error=None,
+                )
+            )
         except ServeError:
             log.error(
                 "create %s by %s: upstream made it as %s, but it could not be recorded; once "
@@ -296,6 +360,15 @@ async def _record_create(
                 task_id,
             )
             raise
+        if not moved:  # settled meanwhile (by the teacher): the upstream id is kept here
+            log.error(
+                "create %s by %s: upstream made it as %s after it was settled here; check "
+                "it upstream and its settlement (serve tasks --key %s)",
+                task_id,
+                key.name,
+                upstream_id,
+                key.name,
+            )
         position = answer.body.get("queue_position")
         return JSONResponse(_addresses(_base(request), endpoint, task_id, position))
     if not refused:  # a 5xx, or a 2xx without a request id
@@ -318,14 +391,21 @@ async def _passed_on(
     the client waits, unless the teacher clears it: ``serve hold --clear``), the
     teacher's key refused as the server's fault, anything else as upstream said it."""
     if says_rate_limited(answer.status, answer.body):
-        wait = min(GATE_CEILING, max(1.0, answer.retry_after or 1.0))
+        told = max(1.0, answer.retry_after or 1.0)  # said as upstream said it: a 3600 s
+        # quota said as 600 s was retried 50 minutes early (protocol/http.py's rule)
         if refused_create:  # a poll's limit is its poller's: upstream may still take creates
             try:
-                await run_in_threadpool(hold_creates, state.config.database, wait)
+                await run_in_threadpool(
+                    partial(hold_creates, state.config.database, min(GATE_CEILING, told), told=told)
+                )
             except ServeError as exc:  # the student is told to wait all the same
                 log.warning("upstream's rate limit could not be written: %s", exc)
-        raise rate_limited(wait)
-    if answer.status in (401, 403) and isinstance(answer.body, dict) and "error" in answer.body:
+        raise rate_limited(told)
+    # students' keys never go upstream: any 401 is the teacher's key refused, in whatever
+    # shape (a gateway in front of upstream answers {"message": ...}); a 403 only in the
+    # error shape (another 403 may be the task's or the model's, passed on as it came)
+    shaped = isinstance(answer.body, dict) and "error" in answer.body
+    if answer.status == 401 or (answer.status == 403 and shaped):
         log.error("upstream refused the teacher's key (%s)", answer.status)
         return _failure(
             502,
@@ -333,6 +413,8 @@ async def _passed_on(
             "The class gateway's upstream refused its key: tell your teacher"
             + (" (nothing was billed)" if refused_create else ""),
         )
+    if answer.status == 403:  # the teacher sees it too: a key refused in another shape?
+        log.warning("upstream answered 403, passed on: if every request gets it, check its key")
     if answer.body is None:
         return _failure(502, "UPSTREAM_ERROR", f"upstream answered {answer.status}")
     return JSONResponse(answer.body, status_code=answer.status)
@@ -442,9 +524,23 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     try:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
-        return _failure(502, "UPSTREAM_UNAVAILABLE", f"The class gateway {fault.message}")
-    if cancel and answer.refused and answer.status < 500:  # refused: the task is as it was
+        if cancel and not fault.sent:  # it never left: the task is as it was
+            await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+            return _failure(
+                502,
+                "UPSTREAM_UNAVAILABLE",
+                f"{_UPSTREAM_FAILED}{fault.message}; nothing was cancelled, try again",
+            )
+        return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
+    # refused: the task is as it was. A 5xx may have been applied (a proxy's 504), but a
+    # rate limit under any status is a refusal, as for a create (the replicate dialect's 503)
+    refused_cancel = answer.refused and (
+        answer.status < 500 or says_rate_limited(answer.status, answer.body)
+    )
+    if cancel and refused_cancel:
         await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+        if answer.status >= 500:
+            return await _passed_on(state, answer, refused_create=False)
     if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
         return _failure(
             502,
@@ -467,7 +563,15 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             f"The class gateway's upstream answered {answer.status} without saying it does "
             f"not know the task (a proxy's page, a wrong route?): {kept}",
         )
-    if task[7] is not None and answer.status < 400:  # answered: a stretch of 404s is over
+    if (
+        tail == "status"
+        and answer.status >= 400
+        and not says_rate_limited(answer.status, answer.body)
+    ):
+        # a lasting 400, 403 or 5xx to its status counts as the sweep counts it: kept,
+        # but only for a bounded stretch (it held its key's place for ever)
+        await run_in_threadpool(unanswered, db, task[0])
+    if task[7] is not None and answer.status < 400:  # answered: a stretch of errors is over
         await run_in_threadpool(heard, db, task[0])
     if answer.status < 300 and answer.body is None:
         return Response(status_code=answer.status)  # e.g. a bare 202: not ready yet

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
-from ..errors import ServeError
-from ..lab.budget import Budget, plain_amount
+from ..errors import EndpointNotFound, PayloadError, ServeError
+from ..lab.budget import Budget, make_budget, plain_amount
 from ..lab.cost import billed_units
 from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable, says_nothing
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
@@ -33,6 +33,7 @@ __all__ = [
     "LIVE",
     "LOST_AFTER",
     "SHARED_CANCEL",
+    "TOLD",
     "CancelWay",
     "Reservation",
     "as_counted",
@@ -61,6 +62,9 @@ __all__ = [
 
 #: the holds upstream's rate limit writes (``holds.name``), and what each holds back
 HOLDS = {"creates": "creates", "sweeps": "the sweep's status requests"}
+#: the hold row of upstream's own wait when it was past the creates' hold's ceiling: what
+#: a create held back is told (the hold itself ends sooner, then upstream is asked again)
+TOLD = "creates_told"
 #: task states that hold a place in a key's concurrency cap
 LIVE = ("sending", "open", "cancelling")
 #: task states upstream is asked about (it made them)
@@ -71,6 +75,12 @@ _AMT = ", ".join(f"amt_{k}" for k in KINDS)
 #: seconds after its create from which upstream's ``404 Request not found`` for a task
 #: means it is gone (restarted, its retention ended): before, a task may not show yet
 GONE_AFTER = 60.0
+#: seconds after which a create still ``sending`` is taken as one whose process stopped
+#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
+STALE_SENDING = 600.0
+#: seconds after which a create still ``sending`` is likely one whose process stopped:
+#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream)
+LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
@@ -86,6 +96,24 @@ def refusal(
     return ServeError(message, status=status, code=code, retry_after=retry_after)
 
 
+def _running_limit(
+    running: int, moving: int, oldest_sending: float | None, limit: int, now: float
+) -> ServeError:
+    """The 429 of a key at its running cap. When every place is held by a create
+    ``sending`` for longer than :data:`LONG_SENDING` (its process likely stopped
+    mid-send: kill -9), the place frees only when it is given up as ``unknown``, up to
+    :data:`STALE_SENDING` after it began: said, and waited for, not retried each second."""
+    why = f"this key has {running} tasks running, at most {limit} at once"
+    if moving or oldest_sending is None:
+        return rate_limited(1.0, why)
+    left = max(1.0, oldest_sending + STALE_SENDING - now)
+    why += (
+        f"; its running places are held by creates sending for {now - oldest_sending:.0f} s "
+        f"(their server may have stopped mid-send): one frees within {left:.0f} s"
+    )
+    return rate_limited(left, why)
+
+
 def rate_limited(wait: float, why: str = "") -> ServeError:
     """The gateway's 429, saying ``why`` after its own words; try again in ``wait`` s."""
     message = "Rate limit exceeded, please try again later" + (f": {why}" if why else "")
@@ -93,19 +121,29 @@ def rate_limited(wait: float, why: str = "") -> ServeError:
 
 
 def hold_creates(
-    db: Database, wait: float, now: float | None = None, *, what: str = "creates"
+    db: Database,
+    wait: float,
+    now: float | None = None,
+    *,
+    what: str = "creates",
+    told: float | None = None,
 ) -> None:
     """Upstream refused a create with a rate limit: every process sends no create for
     ``wait`` seconds (a longer hold already written stays). ``what="sweeps"``: the same
-    for the sweep's status requests (a status answered 429)."""
-    until = (time.time() if now is None else now) + wait
-    db.run(
-        lambda tx: tx.run(
-            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-            (what, until),
-        )
-    )
+    for the sweep's status requests (a status answered 429). ``told``: upstream's own
+    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`)."""
+    now = time.time() if now is None else now
+    holds = [(what, now + wait)] + ([(TOLD, now + told)] if told and told > wait else [])
+
+    def work(tx: Tx) -> None:
+        for name, until in holds:
+            tx.run(
+                "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
+                (name, until),
+            )
+
+    db.run(work)
 
 
 def holding_creates(db: Database, now: float | None = None, *, what: str = "creates") -> float:
@@ -127,6 +165,8 @@ def clear_hold(db: Database, *, what: str = "creates") -> float:
         if row is None:
             return 0.0
         tx.run("DELETE FROM holds WHERE name = ? AND until = ?", (what, row[0]))
+        if what == "creates":  # upstream's longer word goes with it
+            tx.run("DELETE FROM holds WHERE name = ?", (TOLD,))
         return max(0.0, float(row[0]) - time.time())
 
     return db.run(work)
@@ -149,6 +189,23 @@ def as_counted(endpoint: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     is reserved (docs/decisions.md#serve-reservations)."""
     with collect_warnings(), sent_from_elsewhere():  # an unknown field passes, as upstream
         return validate(endpoint, payload).to_wire()
+
+
+def price_table(prices: Any) -> dict[str, dict[str, float]]:
+    """The class's price table checked as a batch's ``prices=`` is (every unit one the
+    gateway bills, every price a number 0 or more), each endpoint one the catalog knows:
+    a misspelt unit cost nothing (a money cap never bit) and a number where a table
+    belongs failed every create. A :class:`~..errors.PayloadError` names each problem."""
+    table = make_budget(None, prices, [], []).prices
+    unknown = []
+    for name in table:
+        try:
+            catalog_endpoint(name)
+        except EndpointNotFound as exc:
+            unknown.append({"loc": ("prices", name), "msg": str(exc)})
+    if unknown:
+        raise PayloadError(unknown)
+    return table
 
 
 def charge_of(
@@ -225,13 +282,13 @@ def reserve(
         if limit is not None:
             marks = ", ".join("?" for _ in LIVE)
             row = tx.one(
-                f"SELECT COUNT(*) FROM tasks WHERE key_name = ? AND state IN ({marks}) "
-                "AND cached_from IS NULL",
-                (key.name, *LIVE),
+                f"SELECT COUNT(*), SUM(CASE WHEN state = 'sending' AND created_at < ? "
+                "THEN 0 ELSE 1 END), MIN(CASE WHEN state = 'sending' THEN created_at END) "
+                f"FROM tasks WHERE key_name = ? AND state IN ({marks}) AND cached_from IS NULL",
+                (now - LONG_SENDING, key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
-                why = f"this key has {row[0]} tasks running, at most {limit} at once"
-                raise rate_limited(1.0, why)
+                raise _running_limit(int(row[0]), int(row[1] or 0), row[2], limit, now)
         group = _group_row(tx, key.group) if key.group else None
         task_id = str(uuid.uuid4())
         if group is not None and group[2] > 0 and cache_key is not None:
@@ -417,15 +474,16 @@ def release(
     return db.run(work)
 
 
-#: seconds of nothing but 404 or 410 answers to the sweep, none of them upstream's word
-#: (``Not found.``, ``Request expired``), after which a task is taken as gone all the same
-#: (:func:`unanswered`): ten times :data:`GONE_AFTER`, past any deploy's proxy pages
+#: seconds of nothing but error answers to its status, none of them upstream's word
+#: (``Not found.``, ``Request expired``, a 400, a 403 after the teacher's key changed, a
+#: lasting 5xx), after which a task is taken as gone all the same (:func:`unanswered`):
+#: ten times :data:`GONE_AFTER`, past any deploy's proxy pages
 LOST_AFTER = 600.0
-#: why a task upstream answered only 404 or 410 for, for :data:`LOST_AFTER`, is ``unknown``
+#: why a task upstream answered only errors for, for :data:`LOST_AFTER`, is ``unknown``
 LOST = (
-    f"upstream answered only 404 or 410 for it for {LOST_AFTER / 60:g} minutes, never its "
-    "'Request not found': it may have been made and billed, so its cost stays reserved "
-    "until the teacher settles it"
+    f"upstream answered only errors for it for {LOST_AFTER / 60:g} minutes (a 404 or 410 "
+    "never its 'Request not found', another 4xx, a 5xx): it may have been made and billed, "
+    "so its cost stays reserved until the teacher settles it"
 )
 
 
@@ -460,9 +518,10 @@ def forgotten(db: Database, task_id: str) -> bool:
 
 
 def unanswered(db: Database, task_id: str, *, now: float | None = None) -> bool:
-    """Upstream answered the sweep 404 or 410 for the task without its word that it does
-    not know it (a proxy's page, a router's ``Not Found``, or a wording of its own). One
-    such answer settles nothing; the first starts a stretch, which a status answer ends
+    """Upstream answered an error for the task's status without its word that it does
+    not know it (a proxy's page, a router's ``Not Found``, a wording of its own, a 400
+    "expired", a 403 after the teacher's key changed, a 5xx). One such answer settles
+    nothing; the first starts a stretch, which a status answer ends
     (:func:`heard`), and a task answered nothing else for :data:`LOST_AFTER` seconds is
     :func:`forgotten` all the same, or it held its key's place for ever. Whether it moved."""
     now = time.time() if now is None else now
@@ -474,7 +533,7 @@ def unanswered(db: Database, task_id: str, *, now: float | None = None) -> bool:
         if row[1] is None:
             tx.run("UPDATE tasks SET missing_since = ? WHERE id = ?", (now, task_id))
             return False
-        ended = f"gone upstream (only 404 or 410 for {LOST_AFTER / 60:g} minutes)"
+        ended = f"gone upstream (only errors for {LOST_AFTER / 60:g} minutes)"
         return now - row[1] >= LOST_AFTER and _forget(tx, task_id, LOST, ended, now)
 
     return db.run(work)

@@ -15,17 +15,29 @@ import datetime
 import getpass
 import io
 import json
+import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .._config import DEMO_KEY, Secret
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
-from ..errors import GenwidgetsError
-from .budgets import HOLDS, clear_hold, holding_creates, resolve_unknown, task_state, tasks_of
+from ..errors import GenwidgetsError, PayloadError
+from .budgets import (
+    HOLDS,
+    LOST_AFTER,
+    STALE_SENDING,
+    clear_hold,
+    holding_creates,
+    price_table,
+    resolve_unknown,
+    task_state,
+    tasks_of,
+)
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
@@ -82,6 +94,35 @@ def _key_options_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _seconds(text: str) -> float:
+    """``--timeout``: seconds more than 0 (0 does not mean "no timeout", as its
+    neighbours' 0 means no cap: each create was made upstream, then called unknown)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"seconds more than 0, not {text}")
+    return value
+
+
+def _cap(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """A cap's flag: a number 0 or more, 0 for no cap (a negative one refused every
+    create, or every request after the first)."""
+
+    def read(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
+        if not (math.isfinite(value) and value >= 0):
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{what}, 0 or more (0: no cap), not {text}")
+        return value
+
+    return read
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
@@ -93,15 +134,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8766, help="port (0: a free one)")
     parser.add_argument("--prices", help="a JSON price table: {endpoint: {'per_image': 0.04}}")
     parser.add_argument(
-        "--max-running", type=int, default=8, help="unfinished tasks per key (0: no cap)"
+        "--max-running", type=_cap(int), default=8, help="unfinished tasks per key (0: no cap)"
     )
     parser.add_argument(
-        "--rate", type=float, default=20.0, help="requests a second per key (0: no cap)"
+        "--rate", type=_cap(float), default=20.0, help="requests a second per key (0: no cap)"
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait upstream")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=30.0, help="seconds to wait upstream (more than 0)"
+    )
     parser.add_argument(
         "--upstream-rate",
-        type=float,
+        type=_cap(float),
         default=0.0,
         help="creates a second sent upstream, in turn by key (0: no cap)",
     )
@@ -328,16 +371,31 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
             state = task_state(db, args.settle)
             if state is None:
                 raise GenwidgetsError(f"no task {args.settle!r}: see serve tasks --state unknown")
-            raise GenwidgetsError(
-                f"task {args.settle!r} is {state}, not unknown (upstream's answer to the sweep "
-                "or a poll settled it, or it was settled before): nothing changed"
-            )
+            raise GenwidgetsError(f"task {args.settle!r} is {state}, not unknown: {_why(state)}")
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
     lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
     say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
     return 0
+
+
+def _why(state: str) -> str:
+    """Why a task that is not ``unknown`` cannot be settled, by its state."""
+    if state == "sending":
+        minutes = STALE_SENDING / 60
+        return (
+            "it is still being sent, or its server process stopped mid-send; it becomes "
+            f"unknown {minutes:g} minutes after its create (the sweep), then settle it. "
+            "Nothing changed"
+        )
+    if state in ("open", "cancelling"):
+        return (
+            "upstream has it and the class gateway follows it (a poll or the sweep settles "
+            "it as it ends); it becomes unknown if upstream answers only errors about it "
+            f"for {LOST_AFTER / 60:g} minutes. Nothing changed"
+        )
+    return "it was settled (by upstream's answer, or by a settle before). Nothing changed"
 
 
 def _hold(db: Database, args: argparse.Namespace) -> int:
@@ -389,14 +447,23 @@ def _upstream_key(upstream: str) -> Secret:
     return Secret(value)
 
 
+def _prices(path: str) -> dict[str, dict[str, float]]:
+    """``--prices``: the JSON table at ``path``, checked (:func:`~.budgets.price_table`)
+    before anything is served."""
+    try:
+        return price_table(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (PayloadError, ValueError) as exc:
+        raise GenwidgetsError(f"--prices {path}: {exc}") from None
+
+
 def _run(db: Database, args: argparse.Namespace) -> int:
     from ..simulator.server import embedded  # noqa: PLC0415 - only `--upstream simulator` starts one
     from .server import ClassServer  # noqa: PLC0415 - uvicorn loads only to serve
 
     if not args.upstream:
         raise GenwidgetsError(f"say where to forward: --upstream URL (or '{SIMULATOR}')")
+    prices = _prices(args.prices) if args.prices else {}
     url = embedded().base_url if args.upstream == SIMULATOR else args.upstream
-    prices = json.loads(Path(args.prices).read_text(encoding="utf-8")) if args.prices else {}
     config = ServeConfig(
         upstream=Upstream(url, _upstream_key(args.upstream), timeout=args.timeout),
         database=db,
@@ -412,10 +479,31 @@ def _run(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+#: the commands that make a class's first rows (and its SQLite file); the others read or
+#: change what is there
+_FIRST_COMMANDS = {None, "groups", ("keys", "add"), ("keys", "roster")}
+
+
+def _existing(db: Database, args: argparse.Namespace) -> None:
+    """A command that reads or changes the class's keys and tasks refuses a SQLite file
+    that is not there: the default is relative to the working folder, and ``serve hold``
+    from another one made an empty database and said "not held back"."""
+    command = args.serve_command
+    if command == "keys":
+        command = ("keys", args.keys_command)
+    if db.path is None or command in _FIRST_COMMANDS or db.path.exists():
+        return
+    raise GenwidgetsError(
+        f"no class database at {db.path}: give --database (or {ENV_DATABASE}) as the "
+        "class's server has it"
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """``genwidgets serve ...``; the exit status."""
     db = Database(args.database)
     try:
+        _existing(db, args)
         db.migrate()
         if args.serve_command == "keys":
             return _keys(db, args)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..simulator.faults import RateLimiter
-from .db import Database
+from .budgets import STALE_SENDING, price_table
+from .db import LOCK_WAIT, Database
 from .fairshare import FairGate
 from .upstream import Upstream
 
@@ -40,6 +42,34 @@ class ServeConfig:
     queue_wait: float = 30.0
     #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
     prefix: str = ""
+
+    def __post_init__(self) -> None:
+        """Settings that would make the class unusable are refused, naming the setting: a
+        negative cap refused every create, a negative rate every request after the first,
+        and a create waiting longer than :data:`~.budgets.STALE_SENDING` is given up
+        as dead while it may still become a task."""
+        self.prices = price_table(self.prices)
+        if self.max_running is not None and not (
+            isinstance(self.max_running, int) and self.max_running >= 1
+        ):
+            raise ValueError(f"max_running is 1 or more (None: no cap), not {self.max_running}")
+        for name in ("rate", "upstream_rate"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} is a number more than 0 (None: no cap), not {value}")
+        for name in ("sweep_every", "queue_wait"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} is seconds, 0 or more, not {value}")
+        # a create is sending while it waits its turn, the database's lock and upstream
+        longest = self.queue_wait + LOCK_WAIT + self.upstream.timeout
+        if longest >= STALE_SENDING:
+            raise ValueError(
+                f"the upstream timeout (--timeout, {self.upstream.timeout:g} s) and the wait "
+                f"for a turn (queue_wait, {self.queue_wait:g} s) together must stay under "
+                f"{STALE_SENDING - LOCK_WAIT:g} s: a create still being sent after "
+                f"{STALE_SENDING:g} s is given up as one whose process stopped"
+            )
 
     @property
     def mount(self) -> str:

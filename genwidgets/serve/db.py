@@ -4,6 +4,8 @@ PostgreSQL (``postgresql://...``, for several server processes on one database).
 SQL is written once with ``?`` placeholders and ``{lock}`` after a row read that a
 write transaction will change: PostgreSQL gets ``%s`` and ``FOR UPDATE``, SQLite holds
 the whole database from ``BEGIN IMMEDIATE`` on, so a read there is already locked.
+``{skip}`` takes rows another transaction has not locked (``FOR UPDATE SKIP LOCKED``):
+a claim of work, which passes over what another process is claiming.
 Each thread keeps its own connection. The schema is versioned (:data:`MIGRATIONS`,
 applied in order under a lock by :meth:`Database.migrate`):
 docs/decisions.md#serve-storage.
@@ -18,7 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
+from .._config import hide_userinfo
 from ..errors import ServeError
 
 __all__ = [
@@ -44,6 +48,8 @@ SCALE = 1_000_000
 #: times a PostgreSQL transaction is tried again after a deadlock or a serialization failure
 RETRIES = 8
 _BUSY_MS = 60_000
+#: seconds a transaction may wait for SQLite's write lock
+LOCK_WAIT = _BUSY_MS / 1000
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)
@@ -108,7 +114,7 @@ class Tx:
 
     def sql(self, text: str) -> str:
         lock = " FOR UPDATE" if self._postgres else ""
-        text = text.replace("{lock}", lock)
+        text = text.replace("{lock}", lock).replace("{skip}", lock and lock + " SKIP LOCKED")
         return text.replace("?", "%s") if self._postgres else text
 
     def run(self, text: str, params: Sequence[Any] = ()) -> int:
@@ -145,6 +151,20 @@ class Database:
         where = self.url.rpartition("@")[2] if self.postgres else str(self.path)
         return f"<Database {'postgresql' if self.postgres else 'sqlite'} {where}>"
 
+    def _hidden(self, exc: BaseException) -> str:
+        """``exc``'s text without the URL's password: psycopg's messages quote the whole
+        URL ("invalid ... in URI: "postgresql://user:pw@..."), or the password itself
+        (masked as a base URL's is, ``_config.hide_userinfo``, and wherever it stands)."""
+        text = str(exc)
+        if not self.postgres:
+            return text
+        text = hide_userinfo(text.replace(self.url, repr(self)))
+        userinfo = self.url.partition("://")[2].rpartition("@")[0]
+        password = userinfo.partition(":")[2]
+        for secret in {password, unquote(password)} - {""}:
+            text = text.replace(secret, "***")
+        return text
+
     def _connect(self) -> Any:
         try:
             if self.postgres:
@@ -171,7 +191,7 @@ class Database:
                 "PostgreSQL needs the psycopg driver: pip install 'genwidgets[serve]'"
             ) from exc
         except Exception as exc:
-            raise storage_error(f"cannot open the database {self!r}: {exc}") from exc
+            raise storage_error(f"cannot open the database {self!r}: {self._hidden(exc)}") from exc
 
     def _connection(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -209,12 +229,12 @@ class Database:
                 cursor.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._drop()
-            raise storage_error(f"the database {self!r} failed: {exc}") from exc
+            raise storage_error(f"the database {self!r} failed: {self._hidden(exc)}") from exc
         except Exception as exc:
             if self.postgres and type(exc).__module__.startswith("psycopg"):
                 if not _retryable(exc):
                     self._drop()
-                raise storage_error(f"the database {self!r} failed: {exc}") from exc
+                raise storage_error(f"the database {self!r} failed: {self._hidden(exc)}") from exc
             raise
         finally:
             with self._lock:

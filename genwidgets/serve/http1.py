@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import h11
 
+from .._config import hide_userinfo
 from .._workers import wait_within
 from ..errors import UpstreamFault
 
@@ -140,7 +141,8 @@ class Http1Pool:
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the upstream gateway's URL must be http(s)://host, not {base_url!r}")
+            shown = hide_userinfo(base_url)
+            raise ValueError(f"the upstream gateway's URL must be http(s)://host, not {shown!r}")
         self._tls = ssl_context if parts.scheme == "https" else None
         if parts.scheme == "https" and self._tls is None:
             self._tls = ssl.create_default_context()
@@ -243,12 +245,20 @@ class Http1Pool:
                     raise UpstreamFault(
                         "the upstream connection failed (RemoteProtocolError)", sent=True
                     ) from None
+            except _TooLarge:
+                raise UpstreamFault(
+                    f"upstream's answer was over {_size(max_body)}", sent=True
+                ) from None
             except TimeoutError:
                 raise UpstreamFault(
                     "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
                 ) from None
-            except h11.LocalProtocolError as exc:
-                raise UpstreamFault(f"the request could not be sent ({exc})", sent=False) from None
+            except (h11.LocalProtocolError, UnicodeEncodeError):
+                # never its text: h11 quotes the whole refused value (the key's header)
+                raise UpstreamFault(
+                    "a header of the request could not be sent (a character no header may carry)",
+                    sent=False,
+                ) from None
             except (h11.RemoteProtocolError, OSError) as exc:
                 raise UpstreamFault(
                     f"the upstream connection failed ({type(exc).__name__})", sent=sent
@@ -279,7 +289,7 @@ class Http1Pool:
             elif isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > max_body:
-                    raise h11.RemoteProtocolError(f"answer over {max_body} bytes")
+                    raise _TooLarge
                 chunks.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 return Answer(status, headers, b"".join(chunks))
@@ -291,6 +301,15 @@ class Http1Pool:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _size(count: int) -> str:
+    """A byte count as said to a student: ``8 MB`` when whole megabytes."""
+    return f"{count >> 20} MB" if count and not count % (1 << 20) else f"{count} bytes"
+
+
+class _TooLarge(Exception):
+    """An answer longer than the cap: its connection is not kept."""
 
 
 class _StaleConnection(Exception):

@@ -23,6 +23,7 @@ from ..errors import ServeError
 from ..protocol.gate import GATE_CEILING
 from ..protocol.records import queue_url, says_rate_limited
 from .budgets import (
+    STALE_SENDING,
     forgotten,
     heard,
     hold_creates,
@@ -46,9 +47,6 @@ MOST_PER_SWEEP = 10 * BATCH
 SWEEP_SECONDS = 30.0
 #: status requests a sweep has upstream at once
 ASKS_AT_ONCE = 4
-#: seconds after which a create still ``sending`` is taken as one whose process stopped
-#: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
-STALE_SENDING = 600.0
 #: seconds between asks about a task upstream answered 404 for: known again, or ended
 UNKNOWN_EVERY = 60.0
 
@@ -72,8 +70,8 @@ def claim(
         _give_up_sending(tx, now)
         due = (
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
-            "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ?"
-        )
+            "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ? {{skip}}"
+        )  # on PostgreSQL, rows another process is claiming are passed over
         fresh = tx.rows(
             due.format(
                 "checked_at IS NULL AND state IN ('open', 'cancelling', 'unknown')", "created_at"
@@ -170,7 +168,7 @@ async def _ask(
     0. Upstream unreachable or rate limiting sets ``stopped``: the sweep's other asks
     are not sent. Only a status answer settles: an error answer (a 404 or 410 that is
     not upstream's word, a 5xx) leaves the task as it is, asked again next time, as a
-    poll does; a stretch of nothing but 404s and 410s is bounded
+    poll does; a stretch of nothing but error answers is bounded
     (:func:`~.budgets.unanswered`)."""
     task_id, endpoint, upstream_id, task_state, missing_since = row
     db = state.config.database
@@ -193,10 +191,10 @@ async def _ask(
     if answer.task_unknown:  # upstream no longer knows it: it holds no place now
         await run_in_threadpool(forgotten, db, task_id)
         return 0
-    if answer.status in (404, 410):  # not upstream's word (a proxy's page?): kept
+    if answer.status >= 400:  # an error body is no status (a JSend 404 said "error"), and
+        # not upstream's word (a proxy's page, a 400 "expired", a 403 after the teacher's
+        # key changed, a lasting 500): kept, but only for a bounded stretch of them
         await run_in_threadpool(unanswered, db, task_id)
-        return 0
-    if answer.status >= 400:  # an error body is no status: a JSend 404 said "error"
         return 0
     if missing_since is not None:
         await run_in_threadpool(heard, db, task_id)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from .._config import Secret, redact
+from .._config import Secret, hide_userinfo, redact
 from .._formats import json_nested_deeper
 from ..errors import ServeError, UpstreamFault
 from ..protocol.body import MAX_DEPTH, Answer, redact_json
@@ -78,6 +80,39 @@ class UpstreamAnswer:
     refused: bool = False
 
 
+def _header_key(key: Secret | None) -> Secret:
+    """The teacher's key as it can be sent: without the whitespace around it (a key file
+    saved with Windows line ends keeps a ``\r`` the shell does not strip), and refused,
+    saying which character and where but never the key, if it still holds one no
+    Authorization header may carry: sent, every request would fail, and the HTTP
+    library's message quotes the whole header."""
+    text = key.reveal() if key is not None else ""
+    clean = text.strip()
+    if not clean:
+        raise ValueError("the upstream gateway's key is empty")
+    for place, char in enumerate(clean, 1):
+        if not "!" <= char <= "~":
+            what = (
+                "a space"
+                if char == " "
+                else ("a control character" if char.isascii() else "a character beyond ASCII")
+            )
+            raise ValueError(
+                f"the upstream gateway's key holds {what} (U+{ord(char):04X}) at its "
+                f"character {place} of {len(clean)}: no HTTP header can carry it; check "
+                "the key as it was copied (the key itself is not shown)"
+            )
+    assert key is not None
+    return key if clean == text else Secret(clean)
+
+
+def _no_number(constant: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity`` in upstream's JSON read as null: Python
+    reads them, but no JSON answer may carry them (Starlette refuses to write them, so
+    each answer holding one, a paid result among them, was a 500)."""
+    return None
+
+
 class Upstream:
     """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
     request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
@@ -91,11 +126,19 @@ class Upstream:
         timeout: float = 30.0,
         connect_timeout: float = 5.0,
     ) -> None:
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"the upstream timeout is seconds more than 0, not {timeout}")
+        if not (math.isfinite(connect_timeout) and connect_timeout > 0):
+            raise ValueError(f"the connect timeout is seconds more than 0, not {connect_timeout}")
+        if "@" in urlsplit(base_url).netloc:  # never sent: shown, it would leak
+            raise ValueError(
+                f"the upstream gateway's URL {hide_userinfo(base_url)} holds credentials, "
+                f"which are never sent (the teacher's key signs every request, from "
+                "GENWIDGETS_UPSTREAM_KEY): give the URL without them"
+            )
         self.base_url = base_url.rstrip("/")
-        wrapped = Secret.wrap(key)
-        if wrapped is None:
-            raise ValueError("the upstream gateway's key is empty")
-        self._key = wrapped
+        self.timeout = timeout
+        self._key = _header_key(Secret.wrap(key))
         guard_logs()
         self._pool = Http1Pool(
             self.base_url,
@@ -124,12 +167,13 @@ class Upstream:
         except UpstreamFault as fault:  # no answer; it names the fault, never the key
             # sent: the request may have reached upstream (a create's outcome is unknown)
             raise ServeError(
-                str(fault), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
+                self.scrub(str(fault)), status=502, code="UPSTREAM_UNAVAILABLE", sent=fault.sent
             ) from None
         raw, parsed = answer.body, None
         if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read
             with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
-                parsed = redact_json(json.loads(self.scrub(raw.decode("utf-8", "replace"))))
+                text = self.scrub(raw.decode("utf-8", "replace"))
+                parsed = redact_json(json.loads(text, parse_constant=_no_number))
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         # read as a student's client reads it: whether it says the task is gone, whether
         # it is a refusal (the spec shows no status for its errors)

@@ -55,6 +55,9 @@ SWAPS = (("x", "y"), ("y", "z"), ("x", "z"))
 THUMB_SIDE = 256
 #: the write interval per cell of a grid (a 100-cell grid writes once a second)
 WRITE_SECONDS_PER_CELL = 0.01
+#: how often a displayed, finished grid reads its ratings again from the store (another
+#: kernel may rate it; one indexed query): docs/decisions.md#grid-ratings
+RATINGS_EVERY = 5.0
 _PICTURED = ("image", "video")
 
 
@@ -130,6 +133,10 @@ class Grid(CommandView):
             self._write, interval=max(MIN_INTERVAL, len(run.cells) * WRITE_SECONDS_PER_CELL)
         )
         self._live = False
+        #: when a displayed, finished grid next reads its ratings (:meth:`tick`), and
+        #: whether a read is under way (one at a time, off the ticker's thread)
+        self._ratings_due = 0.0
+        self._reading = False
         self.add_class("gw-grid")
         run.listeners.append(self._on_change)
         self._throttle.request(force=True)
@@ -245,8 +252,13 @@ class Grid(CommandView):
             self.recall_area = ipywidgets.Output()
         live = ipywidgets.VBox([self, self.recall_area])
         self._show_faces(self._sheet, interval=max(1.0, 2 * self._throttle.interval), live=live)
+        TICKER.add(self)  # its ratings are read again while it is shown (:meth:`tick`)
 
     def _sheet(self, media: str) -> dict[str, str]:
+        """The lasting face; a finished grid's with the ratings the store holds now
+        (another kernel may have rated it), read once per face written."""
+        if self._finished():
+            self.run.refresh_ratings()
         return contact_sheet(self.run, media, waiting=self.needs_confirmation)
 
     # ------------------------------------------------------------------ the page's asks
@@ -342,7 +354,28 @@ class Grid(CommandView):
         return bool(self.run.started and self.run.sent and done == total)
 
     def tick(self) -> None:
-        self._throttle.request()
+        """While it runs: a write (its elapsed time). Once finished and shown: its ratings
+        read again every :data:`RATINGS_EVERY` seconds, off the ticker's thread (a
+        rating made in another kernel reaches both faces); no longer shown: off the ticker."""
+        if not self._finished():
+            self._throttle.request()
+            return
+        if self._faces is None or not self._faces.shown:
+            if not self._live:
+                TICKER.remove(self)
+            return
+        now = time.monotonic()
+        if self._reading or now < self._ratings_due:
+            return
+        self._ratings_due, self._reading = now + RATINGS_EVERY, True
+
+        def read() -> None:
+            try:
+                self._rated()
+            finally:
+                self._reading = False
+
+        BACKGROUND.submit(read)
 
     def close(self) -> None:
         TICKER.remove(self)
@@ -362,14 +395,16 @@ class Grid(CommandView):
         category, status, error = "queued", "not sent", cell.error
         if cell.error is not None:
             category, status = "failed", status_of(cell)
+        elif cell.forgotten:  # the gateway no longer knows it: it may have billed
+            status, error = status_of(cell), cell.row.error
         elif cell.lost:  # followed again with backoff, or given up on: never failed
             category, status, error = "queued", "contact lost", cell.row.error
         elif job is not None:
             look = job_look(job)
             category, status = look.category, look.word
             error = error or look.error
-        elif self.run.started:
-            status = status_of(cell) if cell.held else "sending"
+        elif self.run.started:  # "sending" only while this run sends it
+            status = "sending" if cell.unsent and self.run.sending else status_of(cell)
         outputs = self._outputs.get(cell.index)
         if outputs is None:
             outputs = [_output_record(o) for o in cell.outputs]
@@ -496,7 +531,8 @@ class Grid(CommandView):
             self.send({"thumbs": {str(i): urls for i, urls in fresh.items()}})
         if finished and self._live:
             self._live = False
-            TICKER.remove(self)
+            if self._faces is None or not self._faces.shown:  # else it reads ratings
+                TICKER.remove(self)
             self._refresh_face(force=True)
 
 
@@ -553,10 +589,11 @@ grids = list_grids
 
 def load_grid(grid_id: str, client: ClientLike | None = None) -> Grid:
     """Re-open a stored grid after a restart: outputs from the local files,
-    unfinished cells re-attached, nothing re-sent. An unknown id is a KeyError
-    naming it and the nearest stored ids."""
+    unfinished cells re-attached, nothing re-sent (one never sent offers its Submit
+    button, as when it was planned). An unknown id is a KeyError naming it and the
+    nearest stored ids."""
     run = GridRun.load(grid_id, client if client is not None else default_client())
-    view = Grid(run)
+    view = Grid(run, needs_confirmation=not run.started)  # never sent: its Submit button
     if not all(c.done for c in run.cells):
         view._on_change()  # noqa: SLF001 - load_grid is Grid's own opener, in its module
     return view

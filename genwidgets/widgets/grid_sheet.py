@@ -22,7 +22,6 @@ from .._files import write_atomically
 from .._formats import short
 from .._html import safe_mime
 from .._palette import COLOURS
-from ..jobs.downloads import MAX_OUTPUTS
 from ..jobs.previews import preview_bytes
 from ..lab import export
 from ..lab.run import GridCell, GridRun, status_of
@@ -32,7 +31,9 @@ from ..protocol.output import ReadBudget
 from ..protocol.records import Output
 from . import markup
 from .lasting import (
+    FACE_OUTPUTS,
     MEDIA_KINDS,
+    left_out_words,
     local_file,
     media_choice,
     output_html,
@@ -67,8 +68,8 @@ VideoEmbed = Literal["poster", "preview", "full"]
 VIDEO_EMBEDS: tuple[str, ...] = get_args(VideoEmbed)
 AUDIO_EMBED_BYTES = 2 * 1024 * 1024
 #: The outputs of one cell a page embeds (and the lightbox shows): as many as the client
-#: downloads of one result (``jobs.downloads.MAX_OUTPUTS``); the others are counted.
-CELL_OUTPUTS = MAX_OUTPUTS
+#: downloads of one result (``lasting.FACE_OUTPUTS``, every face's); the others are counted.
+CELL_OUTPUTS = FACE_OUTPUTS
 #: The outputs one page reads from the gateway (those with no local copy and no bytes
 #: in hand), all cells together, each begun before one deadline of
 #: ``PAGE_READ_SECONDS``: a page is saved in seconds, never one file after another for
@@ -262,14 +263,7 @@ def _video_html(whole: str, local: Path, media_dir: Path, video: str) -> markup.
 def left_out(cell: GridCell) -> str | None:
     """What a page or the lightbox says of a cell's outputs past :data:`CELL_OUTPUTS`
     (None when there are none), and where they all are."""
-    more = len(cell.outputs) - CELL_OUTPUTS
-    if more <= 0:
-        return None
-    return (
-        f"{more} more output{'s' if more != 1 else ''} not shown: at most {CELL_OUTPUTS} of "
-        f"a cell are (as many as the client downloads of one result); "
-        f"grid.cells[{cell.index}].outputs lists all {len(cell.outputs)}"
-    )
+    return left_out_words(len(cell.outputs), f"grid.cells[{cell.index}].outputs", "a cell")
 
 
 def _output_bytes(output: Output, reads: ReadBudget) -> bytes | str:
@@ -339,10 +333,11 @@ def save_html(run: GridRun, path: str | Path, *, video: VideoEmbed = "preview") 
     ``"full"`` (the whole file: a heavy page). SVG and other types a page must not
     inline are named, never embedded. A cell's outputs past :data:`CELL_OUTPUTS` are
     counted, not embedded; those not downloaded are read from the gateway within one
-    :class:`~genwidgets.protocol.output.ReadBudget` budget, the rest said not embedded."""
+    :class:`~genwidgets.protocol.output.ReadBudget` budget, the rest said not embedded.
+    ``.html`` is added to a name without a suffix; another suffix is a ValueError."""
     if video not in VIDEO_EMBEDS:
         raise ValueError(f"video must be one of {', '.join(VIDEO_EMBEDS)}, not {video!r}")
-    target = Path(path)
+    target = export.named_for(path, "save_html writes a page", (".html", ".htm"))
     target.parent.mkdir(parents=True, exist_ok=True)
     media_dir = target.with_name(target.stem + "_media")
     reads = ReadBudget(PAGE_READS, PAGE_READ_SECONDS)

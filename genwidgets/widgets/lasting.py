@@ -11,13 +11,15 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from .._config import SAVED_MEDIA, is_loopback, saved_media, served_url, shown_path
-from .._formats import decode_data_url, human_bytes, json_nested_deeper
+from .._config import SAVED_MEDIA, home, is_loopback, saved_media, served_url, shown_path
+from .._formats import decode_data_url, human_bytes, json_nested_deeper, terminal_text
 from .._html import SAFE_DATA_MIME, safe_mime, url_kind
+from ..jobs.downloads import MAX_OUTPUTS
 from ..jobs.previews import preview
 from ..media.thumbnails import data_url, thumbnail, thumbnail_bytes
 from ..protocol.body import MAX_DEPTH
@@ -30,6 +32,7 @@ from .markup import Html, table_html
 __all__ = [
     "AUDIO_LIMIT",
     "EMBED_LIMIT",
+    "FACE_OUTPUTS",
     "FACE_READS",
     "FACE_READ_SECONDS",
     "MEDIA_KINDS",
@@ -40,10 +43,14 @@ __all__ = [
     "content_html",
     "error_banner",
     "file_name",
+    "hold_media",
     "in_hand",
+    "left_out_html",
+    "left_out_words",
     "local_file",
     "local_size",
     "media_choice",
+    "needs_holding",
     "output_html",
     "outputs_html",
     "picture_src",
@@ -65,6 +72,10 @@ AUDIO_LIMIT = 4 * 1024 * 1024
 #: bytes), so with its poster and markup a video weighs under 300 KB in the saved
 #: notebook (benchmarks/notebook_weight.py measures it).
 VIDEO_BUDGET = 200_000
+#: The outputs of one result a face lays out (the lasting face, the console's, the task
+#: view's, ``gw.render``'s, a grid page's cell): as many as the client downloads of one
+#: result; the others are counted, never laid out (10,000 made a 4.8 MB notebook).
+FACE_OUTPUTS = MAX_OUTPUTS
 #: An image no thumbnail can be made of (a format Pillow does not read) is embedded
 #: as it is up to this.
 SMALL_IMAGE = 256 * 1024
@@ -99,9 +110,11 @@ def media_choice(media: str | None = None) -> str:
 
 
 def file_name(output: Output) -> str:
+    """The gateway's ``file_name`` of an output, inert (an escape sequence in it is shown,
+    never run by a console), or ``output N``."""
     name = output.raw.get("file_name")
     if isinstance(name, str) and name.strip():
-        return name.strip()
+        return terminal_text(name.strip())
     return f"output {output.index}"
 
 
@@ -268,11 +281,57 @@ def face_reads(fetch: bool) -> ReadBudget | None:
     return ReadBudget(FACE_READS, FACE_READ_SECONDS) if fetch else None
 
 
+def _held_limit(output: Output) -> int | None:
+    """The bytes a lasting face keeps of a media output it could show nothing of (no
+    local copy, none in hand, a URL of this machine, which no saved page may use):
+    what it embeds of its kind; None when it needs none."""
+    limits = {"image": EMBED_LIMIT, "audio": AUDIO_LIMIT, "video": VIDEO_BUDGET}
+    url = output.url or ""
+    if output.kind not in limits or local_file(output) is not None:
+        return None
+    if output.in_hand() is not None or url_kind(url) != "http" or not is_loopback(url):
+        return None
+    return limits[output.kind]
+
+
+def hold_media(outputs: Sequence[Output]) -> bool:
+    """Read once, while their server answers, the media no lasting face could show (no
+    local copy: a home that cannot be written, a client keeping none), within one face's
+    :class:`ReadBudget`, each up to what a face embeds of it; kept in memory (``in_hand``)
+    for every later face. It reads the network: never on a write path (a background
+    worker's). True when any was read."""
+    reads = ReadBudget(FACE_READS, FACE_READ_SECONDS)
+    held = False
+    for output in outputs:
+        limit = _held_limit(output)
+        if limit is None or reads.refused() is not None:
+            continue
+        with contextlib.suppress(Exception):  # gone or too big: the face says it is not kept
+            reads.read(output, limit)
+            held = True
+    return held
+
+
+def needs_holding(outputs: Sequence[Output]) -> bool:
+    """Whether :func:`hold_media` has any output to read."""
+    return any(_held_limit(o) is not None for o in outputs)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder``, or in its nearest folder that exists."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
 def _missing(output: Output) -> str:
-    if output.url and url_kind(output.url) == "http" and is_loopback(output.url):
-        return "it was not kept locally and its server (on this machine) has stopped"
     if output.url or output.path is not None:
-        return "it was not kept locally"
+        said = "it was not kept locally"
+        if not _writable(home()):  # the commonest reason: say it
+            said += " (GENWIDGETS_HOME cannot be written)"
+        if output.url and url_kind(output.url) == "http" and is_loopback(output.url):
+            said += "; its URL is on the machine that made it, which a saved page never uses"
+        return said
     return "it has neither a URL nor content"
 
 
@@ -391,6 +450,25 @@ def _listing(outputs: Sequence[Output]) -> Html:
 LISTED_LINES = 200
 
 
+def left_out_words(total: int, where: str = "result.outputs", of: str = "a result") -> str | None:
+    """What a face says of the outputs past :data:`FACE_OUTPUTS` of ``total`` (None when
+    there are none), and where they all are (``where``): every face's words."""
+    more = total - FACE_OUTPUTS
+    if more <= 0:
+        return None
+    return (
+        f"{more:,} more output{'s' if more != 1 else ''} not shown: at most {FACE_OUTPUTS} "
+        f"of {of} are (as many as the client downloads of one result); {where} lists "
+        f"all {total:,}"
+    )
+
+
+def left_out_html(total: int) -> Html | None:
+    """:func:`left_out_words` as a face's muted line."""
+    words = left_out_words(total)
+    return None if words is None else markup.div(words, MUTED_STYLE)
+
+
 def outputs_html(
     outputs: Sequence[Output],
     *,
@@ -401,7 +479,10 @@ def outputs_html(
     """Outputs side by side (260 px columns), each above its caption; ``labels``
     (one per output) go above them in bold, for before/after comparisons. Text and
     JSON up to :data:`TEXT_BUDGET` in all, the rest listed (:func:`within_text_budget`);
-    with ``fetch``, at most :data:`FACE_READS` of them read from a gateway."""
+    with ``fetch``, at most :data:`FACE_READS` of them read from a gateway; the first
+    :data:`FACE_OUTPUTS`, the others counted."""
+    more = left_out_html(len(outputs))
+    outputs = outputs[:FACE_OUTPUTS]
     media = media_choice(media)
     heads: list[Html | None] = [markup.bold(label) for label in labels or ()]
     heads += [None] * (len(outputs) - len(heads))
@@ -412,7 +493,7 @@ def outputs_html(
     ]
     cells, listing = within_text_budget(drawn, lambda cell: cell[1])
     shown = markup.columns((markup.box(None, head, html) for head, html in cells), 260, 8)
-    return markup.join([shown, listing]) if listing else shown
+    return markup.join([shown, listing, more]) if listing or more else shown
 
 
 def result_html(result: Result, *, media: str | None = None, fetch: bool = False) -> Html:
@@ -435,8 +516,10 @@ def plain_text(outputs: Sequence[Output], result: Result | None = None) -> str:
         look = look_of(None, result)  # "cancelled" is not "failed"; an error may be absent
         said = f"{look.word}: {look.error}" if look.error else look.word
         lines.append(said + (f" ({look.error_type})" if look.error_type else ""))
-    for output in outputs:
+    for output in outputs[:FACE_OUTPUTS]:
         local = local_file(output)
         where = shown_path(local) if local is not None else (_remote(output) or "")
-        lines.append(f"{output.content_type} {file_name(output)} {where}".rstrip())
+        lines.append(terminal_text(f"{output.content_type} {file_name(output)} {where}".rstrip()))
+    more = left_out_words(len(outputs))
+    lines += [more] if more else []
     return "\n".join(lines) or "no outputs"

@@ -32,6 +32,7 @@ from ._style import HELP_STYLE
 from .faces import make_two_faced
 from .lasting import (
     EMBED_LIMIT,
+    FACE_OUTPUTS,
     MEDIA_KINDS,
     POSTER_SIDE,
     caption_text,
@@ -40,6 +41,7 @@ from .lasting import (
     face_reads,
     file_name,
     in_hand,
+    left_out_html,
     local_size,
     outputs_html,
     picture_src,
@@ -335,11 +337,13 @@ def _render_widget(
     children: list[ipywidgets.Widget] = []
     if isinstance(obj, Result) and not (obj.ok and outputs):  # its error, asset or "no outputs"
         children.append(_html_widget(error_banner(obj) if outputs else result_html(obj)))
-    for i, output in enumerate(outputs):
+    for i, output in enumerate(outputs[:FACE_OUTPUTS]):
         widget = _render_one(output, embed=embed, reads=reads)
         if labels is not None:
             widget = ipywidgets.VBox([_html_widget(markup.bold(labels[i])), widget])
         children.append(widget)
+    if (more := left_out_html(len(outputs))) is not None:
+        children.append(_html_widget(more))
     return ipywidgets.GridBox(
         children=children,
         layout=ipywidgets.Layout(

@@ -28,6 +28,7 @@ from ..protocol.records import Result, log_line
 from . import markup
 from ._style import MUTED_STYLE, StatusLook, format_elapsed, layout, look_of
 from .faces import (
+    BACKGROUND,
     REPUBLISH,
     CommandView,
     Faces,
@@ -37,7 +38,15 @@ from .faces import (
     static_module,
     widget_bundle,
 )
-from .lasting import plain_text, result_html, within_text_budget
+from .lasting import (
+    FACE_OUTPUTS,
+    hold_media,
+    left_out_html,
+    needs_holding,
+    plain_text,
+    result_html,
+    within_text_budget,
+)
 from .render import live_entry
 from .ticker import Throttle, guarded, stop_following
 
@@ -77,10 +86,12 @@ def result_entries(result: Result | None, *, posters: bool = True) -> list[dict[
     if result is None:
         return []
     # within the text budget: the saved widget state keeps these too
-    drawn = ((output, live_entry(output, poster=posters)) for output in result.outputs)
+    shown = result.outputs[:FACE_OUTPUTS]  # the others counted
+    drawn = ((output, live_entry(output, poster=posters)) for output in shown)
     entries, listing = within_text_budget(drawn, lambda entry: entry["html"])
-    if listing is not None:
-        entries.append({"kind": "listed", "html": listing, "caption": ""})
+    for block in (listing, left_out_html(len(result.outputs))):
+        if block is not None:
+            entries.append({"kind": "listed", "html": block, "caption": ""})
     if not entries and result.ok and result.asset is not None:
         entries.append({"kind": "json", "html": markup.table_html(result.asset)})
     return entries
@@ -166,6 +177,7 @@ class TaskView(CommandView):
             job.add_done_callback(self._on_done)
         else:
             self._finish()
+            self._hold_media()
 
     # -- inputs (any thread) -------------------------------------------------
 
@@ -185,6 +197,21 @@ class TaskView(CommandView):
     def _on_done(self, job: JobLike) -> None:
         self._lasting_then_live(2)
         self._finish()
+        self._hold_media()
+
+    def _hold_media(self) -> None:
+        """Media its lasting face could show nothing of (no local copy) read once on a
+        background worker while their server answers, then the face written again with
+        them (:func:`~.lasting.hold_media`)."""
+        result = self.job.last_result
+        outputs = list(result.outputs) if result is not None else []
+        if needs_holding(outputs):
+
+            def hold() -> None:
+                if hold_media(outputs):
+                    self._refresh_face(force=True)
+
+            BACKGROUND.submit(hold)
 
     def _lasting_then_live(self, stage: int) -> None:
         """Ask the lasting face to show the job's end at ``stage``, then the live face

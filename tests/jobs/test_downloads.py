@@ -611,3 +611,106 @@ def test_a_dripping_download_ends_in_a_download_error_at_its_deadline(
 
         asyncio.run(streamed())
     assert leftovers(tmp_path / "req-1") == []
+
+
+def _two_hosts(
+    down: type[httpx.TransportError], clock: list[float] | None = None, step: float = 0.0
+) -> tuple[httpx.MockTransport, dict[str, int]]:
+    """``down.test`` that never answers in time (``down`` raised at once) and ``up.test``
+    that serves every file; each request moves ``clock`` on by ``step``."""
+    hits = {"down.test": 0, "up.test": 0}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        hits[request.url.host] += 1
+        if clock is not None:
+            clock[0] += step
+        if request.url.host == "down.test":
+            raise down("no answer", request=request)
+        return httpx.Response(200, content=PNG, headers={"Content-Type": "image/png"})
+
+    return httpx.MockTransport(handle), hits
+
+
+@pytest.mark.parametrize("down", [httpx.ReadTimeout, httpx.ConnectTimeout, httpx.ConnectError])
+def test_a_file_host_that_proved_down_is_not_waited_on_once_per_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, down: type[httpx.TransportError]
+) -> None:
+    """A finished task's ``job.result()`` waits for its outputs' copies, which went one
+    after another, each for its whole deadline: a file host down behind its load
+    balancer held the result 160 x 30 s. Once an output's tries met no answer, the others
+    at that host are given up at once (copies pending), in one line; another host's are
+    fetched."""
+    from genwidgets.jobs import downloads
+
+    monkeypatch.setattr(downloads, "backoff_delay", lambda attempt, rng=None: 0.0)
+    transport, hits = _two_hosts(down)
+    outputs = [
+        {"url": f"https://down.test/{i}.png", "content_type": "image/png"} for i in range(12)
+    ]
+    outputs.append({"url": "https://up.test/a.png", "content_type": "image/png"})
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient(transport=transport) as http:
+            return await download_outputs_async(
+                result_of(outputs), client=http, root=tmp_path, timeout=30
+            )
+
+    with pytest.raises(DownloadError) as raised:
+        asyncio.run(run())
+    assert hits["down.test"] == DOWNLOAD_TRIES  # the first output's tries, no more
+    assert hits["up.test"] == 1
+    assert sorted(i for i, _ in raised.value.failures) == list(range(12))
+    assert not raised.value.expired and not raised.value.capped  # pending, tried again later
+    assert "11 outputs, 1 to 11: not tried" in str(raised.value)
+    assert leftovers(tmp_path / "req-1") == ["12.png"]
+
+
+def test_a_results_downloads_share_one_deadline(tmp_path: Path) -> None:
+    """Each output had a deadline of its own, none the result: 160 answers each just in
+    time held ``job.result()`` 160 x ``timeout``. A result's downloads end together within
+    two timeouts (plus the time their bytes take): the rest are copies pending."""
+    clock = [0.0]
+    transport, hits = _two_hosts(httpx.ReadTimeout, clock, step=7.0)  # 0.7 of the timeout
+    outputs = [{"url": f"https://up.test/{i}.png", "content_type": "image/png"} for i in range(8)]
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient(transport=transport) as http:
+            return await download_outputs_async(
+                result_of(outputs), client=http, root=tmp_path, timeout=10, clock=lambda: clock[0]
+            )
+
+    with pytest.raises(DownloadError, match="not tried: the downloads of this result") as raised:
+        asyncio.run(run())
+    assert hits["up.test"] == 3  # 0 s, 7 s, 14 s: each began within 2 x 10 s
+    assert sorted(i for i, _ in raised.value.failures) == list(range(3, 8))
+    assert leftovers(tmp_path / "req-1") == ["0.png", "1.png", "2.png"]
+
+
+def test_alike_failures_say_the_same_words_with_no_private_class_and_are_grouped(
+    tmp_path: Path,
+) -> None:
+    """Each output's failure named a private class (``_TooSlow``) and the deadline left
+    to the microsecond (``0.199996 s``), which differed per output: 160 alike failures
+    made 160 clauses, never grouped. They say the download's deadline as set, in words."""
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(60)  # never in time: the deadline cancels it
+        return httpx.Response(200)
+
+    outputs = [
+        {"url": f"https://{host}.test/0.png", "content_type": "image/png"} for host in "abc"
+    ]
+
+    async def run() -> list[Path]:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handle)) as http:
+            return await download_outputs_async(
+                result_of(outputs), client=http, root=tmp_path, timeout=0.2, clock=lambda: 0.0
+            )
+
+    with pytest.raises(DownloadError) as raised:
+        asyncio.run(run())
+    said = str(raised.value)
+    reasons = {reason for _, reason in raised.value.failures}
+    assert len(raised.value.failures) == 3 and len(reasons) == 1, reasons
+    assert "3 outputs, 0 to 2: no whole answer within the deadline (0.2 s," in said
+    assert "_TooSlow" not in said and "Slow" not in said

@@ -992,6 +992,32 @@ def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_agai
     assert job_module.kept_cancel(job) is None
 
 
+@pytest.mark.parametrize("then", ["IN_PROGRESS", "COMPLETED"])
+def test_a_first_cancel_answered_400_is_a_refusal_unless_the_status_says_it_ended(
+    then: str, client: gw.Client, fake: FakeGateway
+) -> None:
+    """Review 23, fault 1: many gateways cancel only tasks not started ("already in
+    progress and cannot be cancelled", 400). A first cancel of a task last seen running
+    read that 400 as "already finished": ``cancel()`` returned, ``cancel_requested``
+    True, and the task billed on. The status asked then says which it is."""
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    too_late = error(400, {"detail": "Request is already in progress and cannot be cancelled"})
+    fake.faults["cancel"].extend([too_late] * 5)
+    job = submit(client)
+    wait_for(lambda: job.status_text == "IN_PROGRESS", "a status seen", limit=10)
+    task = fake.tasks[job.request_id]
+    task.statuses, task.result = [{"status": then}], None  # ended: its result not yet there
+    if then == "IN_PROGRESS":
+        with pytest.raises(gw.GatewayError, match="cannot be cancelled"):
+            job.cancel()
+        assert not job.cancel_requested and job.cancel_error is not None
+        assert not job.done() and job_module.kept_cancel(job) is None
+    else:
+        job.cancel()  # the task had ended: nothing to refuse
+        assert job.cancel_requested and job.cancel_error is None
+    assert fake.count("cancel") == 1
+
+
 def test_a_kept_cancel_is_taken_when_the_task_ends_cancelled(
     client: gw.Client, fake: FakeGateway
 ) -> None:
@@ -1021,3 +1047,34 @@ def test_a_cancel_refused_for_the_rate_limit_is_sent_again_when_the_gate_opens(
     assert isinstance(info.value.__cause__, gw.RateLimited) and job.cancel_kept
     assert job.result(timeout=30).error_type == "cancelled"
     assert fake.count("cancel") == 2
+
+
+def test_a_result_answering_404_after_the_status_said_completed_is_contact_lost_never_gone(
+    fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task whose status said COMPLETED, whose result address then answered 404
+    "Request not found" (results purged, a replica that lost them), ended as
+    ``RequestNotFound``: a batch called the paid task failed and ``retry_failed()``
+    created it again. The gateway never failed it: the job ends as contact lost (its
+    outputs not read), the status COMPLETED kept, and the ledger never calls it gone."""
+    monkeypatch.setattr(job_module, "NOT_VISIBLE_FOR", 0.0)  # past the first minute
+    fake.next_statuses = [{"status": "COMPLETED"}]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/response"):
+            fake.log.append((time.monotonic(), "response", request.url.path))
+            return error(404, {"detail": "Request not found"})
+        return fake.handle(request)
+
+    with gw.Client(BASE, KEY, transport=httpx.MockTransport(handle), max_retries=0) as client:
+        job = submit(client)
+        with pytest.raises(gw.GenwidgetsError) as raised:
+            job.result(timeout=30)
+        assert not isinstance(raised.value, gw.RequestNotFound), raised.value
+        assert lost_contact(job) and "COMPLETED" in str(raised.value)
+        assert job.last_status is not None and job.last_status.status == "COMPLETED"
+        assert client.ledger is not None
+        row = client.ledger.rows(client.gateway_name, limit=1)[0]
+        assert row.state != "finished", row
+    assert fake.count("response") >= FAST_POLICY.failure_limit  # asked again before giving up
+    assert fake.count("create") == 1

@@ -135,6 +135,7 @@ def test_creates_parent_dirs_in_wal_mode_with_schema_version(tmp_path: Path) -> 
     assert float(meta.pop("tags_since")) > 0  # intents from here on carry their tag
     assert float(meta.pop("copies_marked_since")) > 0  # declined copies marked from here on
     assert float(meta.pop("addresses_masked_since")) > 0  # no password in any address
+    assert float(meta.pop("lab_addresses_masked_since")) > 0  # nor in the lab's tables
     assert meta == {
         "application": "genwidgets-ledger",
         "schema_version": str(ledger_schema.SCHEMA_VERSION),
@@ -737,6 +738,89 @@ def test_old_rows_keep_no_password_nor_a_tail_of_one_in_their_addresses(tmp_path
         b"cannot reach http://bob:***@gw.test: refused",
     )
     assert not any(word in path.read_bytes() for word in (b"secret", b"hunter2", b"@ss@"))
+
+
+#: a base URL with its password, as an older genwidgets stored it in the lab's tables
+CLEAR = "http://alice:S3cretPw9q@127.0.0.1:9"
+
+
+def old_lab_tables(path: Path) -> None:
+    """A ledger whose lab tables (a batch's, an older version's grid) hold :data:`CLEAR`,
+    marked masked by a version that masked only ``tasks``."""
+    Ledger(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE batches (id TEXT PRIMARY KEY, gateway TEXT NOT NULL, endpoint TEXT "
+            "NOT NULL, created_at REAL NOT NULL, out TEXT NOT NULL, digest TEXT NOT NULL, "
+            "description TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'batch')"
+        )
+        conn.execute("CREATE TABLE batch_rows (batch_id TEXT, idx INTEGER, error TEXT)")
+        conn.execute("CREATE TABLE grids (id TEXT, gateway TEXT, endpoint TEXT, description TEXT)")
+        conn.execute("CREATE TABLE grid_cells (grid_id TEXT, idx INTEGER, error TEXT)")
+        conn.execute(
+            "INSERT INTO batches VALUES ('b1', ?, 'e', 0, '', '', '{}', 'batch')", (CLEAR,)
+        )
+        conn.execute("INSERT INTO batch_rows VALUES ('b1', 0, ?)", (f"cannot reach {CLEAR}",))
+        conn.execute("INSERT INTO grids VALUES ('g1', ?, 'e', '{}')", (CLEAR,))
+        conn.execute("INSERT INTO grid_cells VALUES ('g1', 0, ?)", (f"refused by {CLEAR}",))
+        conn.execute("DELETE FROM meta WHERE key = 'lab_addresses_masked_since'")
+    conn.close()
+
+
+def test_the_lab_tables_an_older_version_kept_hold_no_password_once_the_file_is_masked(
+    tmp_path: Path,
+) -> None:
+    """An older genwidgets stored a batch's gateway (and a grid's, in its own tables)
+    with the base URL's password, and errors naming the address; the masking read only
+    ``tasks``, rewrote the file with them and marked it masked: the password stayed
+    for good (review-21 fault 5). A file marked before the lab's tables were masked is
+    masked again."""
+    path = tmp_path / "ledger.sqlite3"
+    old_lab_tables(path)
+    masked = "http://alice:***@127.0.0.1:9"
+    with Ledger(path) as led:
+        assert led.flush(30)
+        assert led.query("SELECT gateway FROM batches UNION ALL SELECT gateway FROM grids") == [
+            (masked,),
+            (masked,),
+        ]
+        assert led.query("SELECT error FROM batch_rows UNION ALL SELECT error FROM grid_cells") == [
+            (f"cannot reach {masked}",),
+            (f"refused by {masked}",),
+        ]
+        left = {
+            p.name: p.read_bytes().count(b"S3cretPw9q") for p in tmp_path.iterdir() if p.is_file()
+        }
+        assert set(left.values()) == {0}, left  # the file and its log, while still open
+
+
+def test_lab_tables_masked_while_the_disk_was_too_full_to_rewrite_are_rewritten_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab's values are masked, the rewrite is put off (no room for the copy): the
+    next open finds nothing left to mask, and still rewrites the file before marking it."""
+    path = tmp_path / "ledger.sqlite3"
+    old_lab_tables(path)
+    real_rewrite = ledger_schema._rewrite
+    monkeypatch.setattr(ledger_schema, "_rewrite", lambda conn: False)
+    with Ledger(path) as led:
+        assert led.flush(30)
+        assert "lab_addresses_masked_since" not in dict(led.query("SELECT key, value FROM meta"))
+    rewrites: list[bool] = []
+
+    def rewrite(conn: sqlite3.Connection) -> bool:
+        rewrites.append(real_rewrite(conn))
+        return rewrites[-1]
+
+    monkeypatch.setattr(ledger_schema, "_rewrite", rewrite)
+    with Ledger(path) as led:
+        assert led.flush(30)
+        assert "lab_addresses_masked_since" in dict(led.query("SELECT key, value FROM meta"))
+        assert rewrites == [True]
+        left = {
+            p.name: p.read_bytes().count(b"S3cretPw9q") for p in tmp_path.iterdir() if p.is_file()
+        }
+        assert set(left.values()) == {0}, left
 
 
 def old_ledger_with_passwords(path: Path, rows: int) -> None:

@@ -342,6 +342,23 @@ def _descriptors_on(path: Path) -> int:
     return count
 
 
+def test_a_table_write_a_lock_keeps_out_says_it_was_not_saved_who_holds_it_and_what_to_do(
+    tmp_path: Path, locked: Callable[[Path], Lock]
+) -> None:
+    """A grid's rating refused under a lock said only SQLite's "database is locked": not
+    that it was lost, who held the file, nor what to do (review-21 fault 7)."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, busy_timeout=0.5) as led:
+        with led.transaction() as conn:
+            conn.execute("CREATE TABLE extra (n INTEGER)")
+        locked(path)
+        with pytest.raises(LedgerError) as refused, led.transaction() as conn:
+            conn.execute("INSERT INTO extra VALUES (1)")
+        said = str(refused.value)
+        assert "another process holds the ledger" in said and str(path) in said, said
+        assert "not saved" in said and "again once it frees" in said, said
+
+
 def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
     tmp_path: Path,
 ) -> None:
@@ -375,6 +392,81 @@ def test_a_table_write_a_read_only_file_refused_succeeds_once_it_can_be(
         assert led.query("SELECT n FROM extra") == [(1,)]
     finally:
         led.close()
+
+
+LEAVES_ITS_JOURNALS = textwrap.dedent(
+    """
+    import os, sys
+    from genwidgets.jobs.ledger import Ledger
+    led = Ledger(sys.argv[1])
+    led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 0})
+    assert led.flush(30)
+    os._exit(0)  # as a kernel that ended without closing: its -wal and -shm stay
+    """
+)
+
+
+@contextmanager
+def read_only_with_its_journals(path: Path) -> Iterator[None]:
+    """A ledger an ended kernel left with its ``-wal`` and ``-shm``, all three made
+    unwritable in the block (as a home mounted read-only): SQLite opens them read-only."""
+    subprocess.run([sys.executable, "-c", LEAVES_ITS_JOURNALS, str(path)], check=True, timeout=60)
+    names = [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
+    assert all(name.exists() for name in names)
+    undo = [_make_unwritable(name) for name in names]
+    try:
+        yield
+    finally:
+        for step in undo:
+            step()
+
+
+def test_writes_kept_while_the_home_was_read_only_land_once_it_can_be_written(
+    tmp_path: Path,
+) -> None:
+    """The readers' connection, opened while the home was read-only, kept SQLite's
+    shared state of the file read-only, and every retry of the kept writes shared it:
+    refused for ever, though the home could be written again (review-21 fault 2)."""
+    path = tmp_path / "ledger.sqlite3"
+    with read_only_with_its_journals(path):
+        led = Ledger(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LedgerWarning)  # its own warning is tested above
+            assert led.query("SELECT count(*) FROM tasks") == [(1,)]  # as a Client's open reads
+            row = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+            led.writes.record_handle(row, handle("paid"))
+            assert not led.flush(30) and led.unwritable is not None
+    try:
+        with pytest.warns(LedgerWarning, match="can be written again"):
+            wait_until(lambda: led.flush(1), 30, "the kept writes written")
+        assert led.unwritable is None
+    finally:
+        led.close()
+    with Ledger(path) as later:
+        assert "paid" in [r.request_id for r in later.rows()]
+
+
+def test_a_read_only_home_keeps_a_bounded_number_of_descriptors_while_writes_are_kept(
+    tmp_path: Path,
+) -> None:
+    """Each retry of the kept writes opened the file again, and SQLite kept each
+    refused connection's descriptor open while the readers' connection locked the
+    file: one more descriptor a second, and one per flush, without bound (review-21
+    fault 4)."""
+    path = tmp_path / "ledger.sqlite3"
+    with read_only_with_its_journals(path), warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)
+        led = Ledger(path)
+        try:
+            assert led.query("SELECT count(*) FROM tasks") == [(1,)]
+            led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={})
+            assert not led.flush(30)
+            opened = _descriptors_on(path)
+            for _ in range(40):  # each tries the kept writes again, and fails
+                assert not led.flush(30)
+            assert _descriptors_on(path) <= opened + 1
+        finally:
+            led.close()
 
 
 @contextmanager
@@ -688,6 +780,40 @@ def test_a_batchs_create_leaves_once_its_intent_held_by_a_full_disk_is_kept_besi
 
 
 @pytest.mark.timeout(60)
+def test_bytes_that_are_not_utf8_in_the_pending_notes_skip_their_line_only(
+    tmp_path: Path, locked: Callable[[Path], Lock], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stale disk bytes past the last line (a crash mid-append) made every open of the
+    home raise a bare ``UnicodeDecodeError``: no client could be made, and the paid
+    tasks in the good lines were never recorded (review-21 fault 6)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    at = time.time() - 60
+    where = {"pid": 4242, "host": "another-host", "endpoint": ENDPOINT}
+    intent = {"ticket": -1, "gateway": GATEWAY, "payload": "{}", "at": at, **where}
+    paid = {"row": -1, "request_id": "paid", "at": at + 1, **where}
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_bytes(
+        (json.dumps(intent) + "\n").encode()
+        + b"\x00\xff\xfe\x93 a torn append\n"
+        + (json.dumps(paid) + "\n").encode()
+    )
+    lock = locked(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LedgerWarning)  # the lock's, tested above
+        led = Ledger(path, busy_timeout=0.2)  # read under the lock: listed, not merged
+        try:
+            assert [(e, rid) for e, rid, *_ in led.left_pending()] == [(ENDPOINT, "paid")]
+        finally:
+            led.close()
+    assert "skipped a line of a ledger's pending file" in caplog.text
+    lock.release()
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+        assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+    assert not pending.exists()
+
+
 def test_a_torn_line_in_the_pending_notes_never_swallows_a_later_processs_paid_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1325,7 +1451,9 @@ def test_a_ledger_removed_under_a_running_process_is_written_back_or_kept_beside
         assert len(caught) == 1 and caught[0].filename == __file__
         # nothing this process knew is lost, and its row ids stay its own
         assert [r.request_id for r in led.rows()] == ["after", "before"]
-    copies = list(folder.glob("ledger.sqlite3.detached-*"))
+    # the copies themselves (``detached-<time>-<pid>``), not the notes a slow write kept
+    # beside one (a loaded machine), nor its journals
+    copies = list(folder.glob("ledger.sqlite3.detached-*[0-9]"))
     assert [str(c) in str(caught[0].message) for c in copies] == [True] * restarted
     with Ledger(copies[0] if restarted else path) as kept:
         assert [r.request_id for r in kept.rows()] == ["after", "before"]
@@ -1667,6 +1795,78 @@ def test_held_writes_another_process_recorded_first_are_not_recorded_twice(
         assert kernel.stdout.readline() == "1\n"
     with Ledger(path) as fresh:
         assert [(r.request_id, r.state) for r in fresh.rows()] == [("paid", "submitted")]
+
+
+#: a kernel whose held intents a lock keeps out; told "go", it gets the first create's
+#: handle and the second's failure (both held too), then waits to be killed
+HOLDS_INTENTS_THEN_THEIR_ENDS = textwrap.dedent(
+    """
+    import sys
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    led = Ledger(sys.argv[1], busy_timeout=0.2, intent_wait=0)
+    paid = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 1})
+    refused = led.writes.record_intent(gateway="gw", endpoint="asset-get", payload={"n": 2})
+    print("held", flush=True)
+    sys.stdin.readline()
+    led.writes.record_handle(paid, Handle.from_body("asset-get", {"request_id": "paid"}, "http://gw"))
+    led.writes.record_create_failed(refused, "429: too many", created_nothing=True)
+    print("answered", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_held_handle_reaches_the_row_another_processs_merge_made_of_its_intent(
+    tmp_path: Path,
+) -> None:
+    """Another process's open merged a held intent's note (and removed the pending file)
+    while its kernel still waited for the lock; the create's handle, kept next, named the
+    intent by its ticket alone, so after ``kill -9`` the next open found no row for it:
+    the paid task read ``outcome_unknown`` with no request id (review-21 fault 1)."""
+    from genwidgets.jobs.ledger.file import merge_notes
+
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    Ledger(path).close()
+    script = HOLDS_INTENTS_THEN_THEIR_ENDS
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert kernel.stdin is not None and kernel.stdout is not None
+    try:
+        with Ledger(path) as other, other.transaction() as conn:  # the lock, held here
+            assert kernel.stdout.readline() == "held\n"
+            wait_until(
+                lambda: pending.exists() and pending.read_text().count('"ticket"') == 2,
+                30,
+                "the intents kept",
+            )
+            notes = [json.loads(line) for line in pending.read_text().splitlines()]
+            merge_notes(notes)(conn)  # another open's merge, which then removes the file
+            pending.unlink()
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")  # and the lock is held again
+            kernel.stdin.write("go\n")
+            kernel.stdin.flush()
+            assert kernel.stdout.readline() == "answered\n"
+            wait_until(
+                lambda: pending.exists() and '"failed"' in pending.read_text(), 30, "ends kept"
+            )
+            kernel.kill()  # SIGKILL: its writes never reach the file
+            kernel.wait(30)
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+        rows = sorted((r.payload["n"], r.request_id, r.state) for r in fresh.rows())
+    assert rows == [(1, "paid", "submitted"), (2, None, "not_created")]
 
 
 def test_two_processes_held_creates_in_one_pending_file_each_keep_their_paid_task(

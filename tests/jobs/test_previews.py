@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -9,7 +10,14 @@ import pytest
 from jobs.video_samples import busy_mp4
 from PIL import Image
 
-from genwidgets.jobs.previews import LADDER, PREVIEW_BUDGET, preview, preview_bytes
+from genwidgets.jobs.previews import (
+    LADDER,
+    MAX_SOURCE_FPS,
+    PREVIEW_BUDGET,
+    PREVIEW_SECONDS,
+    preview,
+    preview_bytes,
+)
 
 
 def _video(path: Path, *, width: int = 640, height: int = 360, seconds: int = 8) -> Path:
@@ -77,3 +85,56 @@ def test_what_is_not_a_video_has_no_preview(tmp_path: Path) -> None:
     assert preview(picture) is None
     assert preview(junk) is None
     assert preview(tmp_path / "missing.mp4") is None
+
+
+def _tiny_steps(path: Path, frames: int) -> Path:
+    """A video whose timestamps advance 10 us a frame: it never reaches a rung's seconds."""
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 64, "yuv420p"
+        stream.options = {"preset": "ultrafast"}
+        stream.codec_context.time_base = Fraction(1, 100_000)
+        picture = Image.new("RGB", (64, 64), "teal")
+        for index in range(frames):
+            frame = av.VideoFrame.from_image(picture)
+            frame.pts, frame.time_base = index, Fraction(1, 100_000)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def test_a_video_whose_timestamps_barely_advance_is_decoded_a_bounded_amount_once(
+    tmp_path: Path,
+) -> None:
+    """A rung stopped decoding only at its seconds: a video whose timestamps advance
+    10 us a frame was decoded whole, once per rung, to give no preview, and again at
+    every display of its face (a 2 GiB one: hours). A rung decodes at most its seconds
+    at ``MAX_SOURCE_FPS``, the ladder stops at a rung the source gives nothing at, and
+    a video that gave none is remembered while it is unchanged."""
+    most = int(LADDER[0].seconds * MAX_SOURCE_FPS)
+    source = _tiny_steps(tmp_path / "0.mp4", frames=most + 300)
+    asked = [0]
+
+    def clock() -> float:  # asked once a frame decoded: counts them
+        asked[0] += 1
+        return 0.0
+
+    assert preview(source, clock=clock) is None
+    first = asked[0]
+    assert 0 < first <= most + 5  # one rung, its frames capped (not 4 x the whole video)
+    assert preview(source, clock=clock) is None and preview_bytes(source, clock=clock) is None
+    assert asked[0] == first  # remembered: not decoded again
+    assert not list(tmp_path.glob(".preview-*"))
+
+
+def test_a_preview_stops_at_its_time_budget(tmp_path: Path) -> None:
+    """However its frames come, a preview takes at most ``PREVIEW_SECONDS`` of wall time."""
+    source = _video(tmp_path / "0.mp4", width=64, height=64, seconds=2)
+    times = iter([0.0])
+
+    def clock() -> float:  # the start, then long past the budget
+        return next(times, 10 * PREVIEW_SECONDS)
+
+    assert preview(source, clock=clock) is None

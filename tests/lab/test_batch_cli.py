@@ -47,8 +47,14 @@ def rows_file(tmp_path: Path, count: int) -> Path:
     return path
 
 
-def run(args: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
+def run(
+    args: list[str], stdin: io.StringIO | None = None, *, redirected: bool = False
+) -> tuple[int, str, str]:
+    """The command; a ``Terminal`` stdin: typed at a terminal, which its stdout and stderr
+    are too (``redirected``: stdout is a file, ``> log.txt``)."""
+    at_a_terminal = isinstance(stdin, Terminal)
+    out = Terminal() if at_a_terminal and not redirected else io.StringIO()
+    err = Terminal() if at_a_terminal else io.StringIO()
     parsed = build_parser().parse_args(["batch", *args])
     code = run_batch(parsed, stdin=stdin or io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
@@ -67,6 +73,26 @@ def test_without_yes_and_without_a_terminal_it_refuses_and_sends_nothing(
     assert "3 tasks" in out  # the plan was shown
     code, _, err = run([*common, "--out", str(tmp_path / "o")], stdin=Terminal("n\n"))
     assert code == 2 and "not confirmed" in err
+    assert stats(gateway_env)["create"] == 0
+
+
+def test_at_a_terminal_with_stdout_redirected_the_question_and_plan_go_to_stderr(
+    gateway_env: SimulatorServer, tmp_path: Path
+) -> None:
+    """Review 23, fault 3: ``genwidgets batch ... > log.txt`` at a terminal wrote the
+    question (and the plan) into the file, and waited with no deadline for an answer
+    nobody was asked. Now they go to stderr, the terminal; with neither stdout nor stderr
+    a terminal, the command refuses to ask, as without one, and names --yes."""
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--out", str(tmp_path / "o")]
+    code, out, err = run(common, stdin=Terminal("n\n"), redirected=True)
+    assert code == 2 and "Send 2 row(s)? [y/N]" in err and "Send" not in out
+    assert "2 tasks" in err and "2 tasks" in out  # the plan: seen, and in the log
+    assert "not confirmed" in err
+    out, err = io.StringIO(), io.StringIO()  # no terminal shows anything
+    parsed = build_parser().parse_args(["batch", *common])
+    code = run_batch(parsed, stdin=Terminal(""), stdout=out, stderr=err)
+    assert code == 2 and "pass --yes" in err.getvalue() and "[y/N]" not in out.getvalue()
     assert stats(gateway_env)["create"] == 0
 
 
@@ -490,6 +516,8 @@ def test_ctrl_c_with_the_embedded_simulator_then_the_same_command_then_retry_fai
     for line in gone:
         assert "cannot be resumed" in line and "--retry-failed" in line
         assert line.count("[") == 1  # its request id, once
+        # review 23, fault 11: not "free on the simulator" and "a new create, billed"
+        assert "billed" not in line and line.count("--retry-failed") == 1
     last = read_manifest(out)
     assert {r["status"] for r in last.values()} <= {"done", "failed", "unknown"}
     retried = subprocess.run(
@@ -702,3 +730,29 @@ def test_the_progress_lines_of_a_paused_batch_use_the_commands_words(
     assert all("submit()" not in line and "the view's" not in line for line in lines), lines
     assert "Nothing more is sent until the same command is run again" in lines[-1]
     assert "8 waiting (not sent)" in lines[-1] and "queued" not in lines[-1], lines[-1]
+
+
+def test_an_out_folder_whose_path_is_not_utf_8_is_refused_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """Review 23, fault 5: ``--out`` under a folder whose name is not UTF-8 (byte 0xff, a
+    lone surrogate to Python) ended the command in a bare traceback: the batch's record
+    cannot keep such a path. It is refused, exit 2, nothing sent."""
+    common = [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}"]
+    code, out, err = run([*common, "--out", str(tmp_path / "shots\udcff"), "--yes"])
+    assert code == 2 and out == "" and "is not UTF-8" in err and "nothing sent" in err
+    assert not (tmp_path / "shots\udcff").exists()
+
+
+def test_an_unknown_endpoint_is_said_in_the_commands_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 23, fault 9: "(gw.endpoints() lists them)", Python's words, and the command
+    listed no endpoint. Its help lists them, and the refusal says so."""
+    common = [str(rows_file(tmp_path, 1)), "--endpoint", "genW2.5-t2i", "--set", "prompt={text}"]
+    code, _, err = run([*common, "--out", str(tmp_path / "o"), "--yes"])
+    assert code == 2 and "did you mean 'genW2.5-t2i-preview'?" in err
+    assert "gw." not in err and "(genwidgets batch --help lists them)" in err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["batch", "--help"])
+    assert T2I in capsys.readouterr().out

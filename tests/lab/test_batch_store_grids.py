@@ -687,3 +687,54 @@ def test_a_grid_an_older_genwidgets_stored_is_listed_reopened_and_rated_as_it_wa
         assert waiting.done and waiting.request_id
         assert client.request_counts.get("create", 0) == creates + 1
         assert [g.id for g in gw.grids(client)] == ["g-old"]  # adopted once, not twice
+
+
+def test_cells_another_kernel_sends_after_this_one_reopened_the_grid_are_followed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
+) -> None:
+    """Review-25 fault 4: a grid re-opened while another kernel sends it in chunks. The
+    cells that kernel had not reserved yet were this kernel's "not sent" for ever (its
+    state line offering Go on, its export), and "sending" in its view, after that kernel
+    had sent and finished them. While this kernel does not send, its unsent cells are
+    read again with the held ones: taken up and followed (no create)."""
+    from genwidgets.lab.run import status_of
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
+    with gw.Client(base_url=simulator.base_url, api_key="sim-demo-key") as client:
+        grid = gw.grid(
+            "genW2.5-t2i-preview",
+            {"prompt": "a fox", "n": 1},
+            x=("seed", [1, 2, 3]),
+            client=client,
+            confirm_above=0,
+        )
+        grid.rate(grid.cells[1], 2)  # stored, nothing sent
+        other = Ledger(tmp_path / "ledger.sqlite3")  # the other kernel: its own owner
+        try:
+            sending = GridStore(other)
+            assert sending.reserve(grid.id, [(0, {})], {}).taken == [(0, 1)]  # a first chunk
+            again = gw.load_grid(grid.id, client=client)
+            said = [status_of(c) for c in again.cells]
+            assert said == ["being sent in another kernel", "not sent", "not sent"]
+            assert [s["status"] for s in again.cell_states] == said  # the view's words too
+            # the other kernel sends its next chunk and creates every task
+            assert sending.reserve(grid.id, [(1, {}), (2, {})], {}).taken == [(1, 1), (2, 1)]
+            tasks = [client.submit("genW2.5-t2i-preview", c.payload) for c in grid.cells]
+            sending.settle(
+                grid.id,
+                [RowUpdate(i, CREATED, str(task.request_id)) for i, task in enumerate(tasks)],
+            )
+            creates = client.request_counts["create"]
+            again.wait(timeout=60)
+            assert [c.request_id for c in again.cells] == [t.request_id for t in tasks]
+            assert [status_of(c) for c in again.cells] == ["done"] * 3
+            assert "not sent" not in repr(again) and "not sent" not in again.head["progress"]
+            assert [c["status"] for c in again.describe()["cells"]] == ["done"] * 3
+            wait_until(
+                lambda: [s["status"] for s in again.cell_states] == ["done"] * 3, 30, "the view"
+            )
+            assert all(c.outputs for c in again.cells), "followed: their outputs are shown"
+            again.submit(wait=True)  # Go on: nothing is left to send
+            assert client.request_counts["create"] == creates  # followed, never created here
+        finally:
+            other.close()

@@ -587,3 +587,38 @@ def test_a_sheet_reads_at_most_its_budget_of_pictures_from_the_gateway(
     finally:
         client.close()
         server.close()
+
+
+def test_an_export_is_written_only_under_a_name_that_says_what_it_is(tmp_path: Path) -> None:
+    """Review-25 fault 7: ``save_png`` wrote PNG bytes into ``sheet.html`` and
+    ``save_html`` a page into ``grid.png`` (an easy slip: a lesson makes both). A name
+    whose suffix says another type is refused, naming what is allowed, and nothing is
+    written; a name with no suffix gets its type's."""
+    from widgets.taskfakes import ForecastClient
+
+    from genwidgets.lab import GridStore
+    from genwidgets.lab.export import save_png
+    from genwidgets.lab.plan import plan_grid
+    from genwidgets.lab.run import GridRun
+    from genwidgets.widgets.grid_sheet import save_html
+
+    fake = ForecastClient()
+    store = GridStore(tmp_path / "grids.sqlite3")
+    plan = plan_grid(
+        "genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare
+    )
+    run = GridRun(plan, fake, store=store)
+    for name in ("sheet.html", "sheet.jpg", "sheet.PNG.txt"):
+        with pytest.raises(ValueError, match=r"save_png writes a PNG: name it \.png"):
+            save_png(run, tmp_path / name)
+    for name in ("grid.png", "grid.txt"):
+        with pytest.raises(ValueError, match=r"save_html writes a page: name it \.html"):
+            save_html(run, tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grids.sqlite3"]  # nothing written
+    assert save_png(run, tmp_path / "Sheet.PNG").name == "Sheet.PNG"
+    assert save_png(run, tmp_path / "sheet") == tmp_path / "sheet.png"
+    assert save_html(run, tmp_path / "page.htm").name == "page.htm"
+    page = save_html(run, tmp_path / "page")
+    assert page == tmp_path / "page.html" and page.read_bytes().startswith(b"<!doctype")
+    assert (tmp_path / "sheet.png").read_bytes().startswith(b"\x89PNG")
+    store.close()

@@ -409,3 +409,90 @@ def test_rating_a_cell_the_grid_lacks_says_which_cells_there_are(tmp_path: Path,
         run.rate(cell, 3)
     assert store.ratings(run.id) == {} and [c.rating for c in run.cells] == [0, 0]
     store.close()
+
+
+@pytest.mark.timeout(240)
+def test_a_task_the_gateway_forgot_is_outcome_unknown_never_failed_nor_sent_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review-25 fault 1: every create answered (request ids known), then the gateway
+    restarts on its port and forgets the tasks (404). They may have run and billed: each
+    cell ends "outcome unknown" with its request id and words saying so, never "failed",
+    and ``retry_failed()`` sends none of them again."""
+    import httpx
+
+    from genwidgets.jobs import job as job_module
+    from genwidgets.simulator import DEMO_KEY, SimConfig, SimulatorServer
+    from genwidgets.widgets.grid import Grid
+
+    monkeypatch.setattr(job_module, "NOT_VISIBLE_FOR", 1.0)  # past the first minute
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    first = SimulatorServer(SimConfig(speed=0.1), host="127.0.0.1", port=0).start()
+    fresh = None
+    try:
+        with gw.Client(first.base_url, DEMO_KEY) as client:
+            plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]))
+            run = GridRun(plan, client).submit(wait=True)  # tasks of about 20 s
+            ids = [c.request_id for c in run.cells]
+            assert all(ids), [c.trouble for c in run.cells]
+            first.stop()  # the gateway restarts and forgets them
+            fresh = SimulatorServer(SimConfig(), host="127.0.0.1", port=first.port).start()
+            run.wait(timeout=180)
+            assert [status_of(c) for c in run.cells] == ["outcome unknown"] * 2
+            assert [c.request_id for c in run.cells] == ids  # kept, to look for it
+            for cell in run.cells:
+                assert not cell.failed and cell.in_doubt
+                said = cell.trouble or ""
+                assert "no longer knows" in said and cell.request_id in said
+                assert "billed" in said and "not sent again" in said
+            assert run.tally()[1] == 0 and run.failed == []
+            words = state_words(run)
+            assert "failed" not in words and "2 outcome unknown" in words
+            view = Grid(run)
+            said = [view.cell_states[c.index] for c in run.cells]
+            assert {s["status"] for s in said} == {"outcome unknown"}
+            assert all("no longer knows" in (s["error"] or "") for s in said)
+            assert view.retry_failed(wait=False) == 0
+            created = httpx.get(f"{fresh.base_url}/_sim/stats", timeout=10).json()["created"]
+            assert created == 0
+    finally:
+        first.stop()
+        if fresh is not None:
+            fresh.stop()
+
+
+def test_a_grid_a_read_only_home_cannot_record_says_so_and_what_to_do(tmp_path: Path) -> None:
+    """Review-25 fault 6: a ledger that cannot be written (a read-only home, a full disk)
+    refuses to record the grid before its creates leave: right for money, but it was a
+    bare ``LedgerError`` out of sqlite's internals. It says the grid was not sent, why
+    (GENWIDGETS_HOME cannot be written), that nothing was billed, and what to do; no
+    sqlite chain. A later submit() in a writable home sends it."""
+    import sqlite3
+
+    class ReadOnlyOnce(GridStore):
+        read_only = True
+
+        def save_batch(self, grid_id: str, **kwargs: Any) -> Any:
+            if self.read_only:
+                self.read_only = False
+                try:
+                    raise sqlite3.OperationalError("attempt to write a readonly database")
+                except sqlite3.OperationalError as exc:
+                    raise gw.LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+            return super().save_batch(grid_id, **kwargs)
+
+    fake = ForecastClient()
+    store = ReadOnlyOnce(tmp_path / "grids.sqlite3")
+    plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2]), prepare=fake.prepare)
+    run = GridRun(plan, fake, store=store)
+    with pytest.raises(gw.LedgerError) as refused:
+        run.submit(wait=True)
+    said = str(refused.value)
+    assert said.startswith(f"grid {run.id} not sent: GENWIDGETS_HOME")
+    assert "cannot be written" in said and "nothing was sent or billed" in said
+    assert "set GENWIDGETS_HOME to a folder you can write" in said
+    assert refused.value.__cause__ is None and refused.value.__suppress_context__
+    assert not run.started and fake.sent == []
+    run.submit(wait=True)
+    assert len(fake.sent) == 2
+    store.close()

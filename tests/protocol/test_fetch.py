@@ -19,6 +19,9 @@ from loopback import LoopbackServer, OneTaskGateway, QuietHandler
 
 from genwidgets.errors import DownloadError, Unreachable
 from genwidgets.jobs.downloads import download_outputs, download_outputs_async
+from genwidgets.jobs.engine import get_engine
+from genwidgets.jobs.ledger.rows import restored_result
+from genwidgets.jobs.output_files import gateway_outputs
 from genwidgets.protocol import fetch
 from genwidgets.protocol.fetch import is_internal, same_origin
 from genwidgets.protocol.http import Gateway
@@ -306,6 +309,48 @@ def test_a_remote_gateway_cannot_lead_the_client_to_an_internal_address(
     assert internal.seen == []  # no request ever reached it
     assert [path for path, _, _ in storage.seen] == ["/fine.png", "/ok.png"]
     assert [path for path, _, _ in gateway_server.seen] == ["/moved/secret"]
+
+
+def test_an_output_read_back_from_the_ledger_is_held_to_its_gateways_rule(
+    remote: tuple[Server, Server, Server],
+) -> None:
+    """A remote gateway's output at an internal address, read back through the ledger's
+    rows (``row.result()``, which ``gw.render`` reads too) or on the engine's thread,
+    went by a plain GET with no address rule: the metadata service's answer reached the
+    kernel and the view. It is read under the rule of the gateway that named it."""
+    gateway_server, internal, storage = remote
+    outputs = [
+        {"url": f"{internal.base}/role", "content_type": "application/json"},
+        {"url": f"{gateway_server.base}/moved/role", "content_type": "application/json"},
+        {"url": f"{storage.base}/fine.png", "content_type": "image/png"},
+    ]
+    result = restored_result(
+        endpoint="ep",
+        request_id="r-ledger",
+        status="COMPLETED",
+        error=None,
+        error_type=None,
+        outputs=outputs,
+        base_url=gateway_server.base,
+    )
+    for refused in result.outputs[:2]:
+        with pytest.raises(DownloadError, match="refused to fetch"):
+            refused.read()
+    assert result.outputs[2].read() == b"PNGDATA"
+
+    engine = get_engine()
+    gateway = Gateway(gateway_server.base, KEY)
+    source = gateway_outputs(engine, gateway)
+
+    async def on_the_engine_thread() -> bytes:
+        return source.fetch(f"{internal.base}/role", 1000)
+
+    try:
+        with pytest.raises(httpx.RequestError, match="refused to fetch"):
+            engine.run(on_the_engine_thread())
+    finally:
+        engine.run(gateway.aclose())
+    assert internal.seen == []  # no request ever reached it
 
 
 class Rebound:

@@ -17,6 +17,7 @@ from fake_time import FakeTime
 from loopback import LoopbackServer, OneTaskGateway
 
 from genwidgets import errors
+from genwidgets._client import created_nothing
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
 from genwidgets.protocol.body import Answer
@@ -476,6 +477,32 @@ def test_create_with_unreadable_handle_is_outcome_unknown() -> None:
     fake.faults["create"].append(httpx.Response(200, text="<html>ok</html>"))
     with pytest.raises(OutcomeUnknown):
         run(gateway(fake).create("ep", b"{}"))
+
+
+@pytest.mark.parametrize("moved", [301, 302, 303])
+@pytest.mark.parametrize(
+    "hop", [(400, "Request is still in progress"), (405, "Method Not Allowed"), (429, "slow")]
+)
+def test_a_create_redirected_to_a_get_that_is_refused_may_have_made_a_task(
+    moved: int, hop: tuple[int, str]
+) -> None:
+    """A create answered by a redirect (POST-redirect-GET: made, see there) whose GET
+    hop answered a 4xx was called "not created": a batch and the ledger took the paid
+    task as never made, and sending it again paid twice. An answer to a GET that a
+    redirect made is no refusal of the create: outcome unknown, never sent again."""
+    posts: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            posts.append(str(request.url))
+            return httpx.Response(moved, headers={"Location": f"{request.url}/requests/r1"})
+        return error(hop[0], {"detail": hop[1]})
+
+    gw = Gateway(BASE, KEY, transport=httpx.MockTransport(handle), max_retries=2)
+    with pytest.raises(OutcomeUnknown, match=r"redirect.*may exist") as raised:
+        run(gw.create("ep", b"{}"))
+    assert not created_nothing(raised.value)
+    assert len(posts) == 1
 
 
 class CharactersCounted(OneTaskGateway):

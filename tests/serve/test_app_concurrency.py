@@ -141,3 +141,56 @@ def test_a_keys_concurrency_cap_holds_across_processes_on_one_postgresql(
     )
     assert sorted(count for _, count in live) == [3] * 10
     db.close()
+
+
+@pytest.mark.slow
+def test_two_processes_sweeps_never_claim_the_same_task_on_postgresql(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under READ COMMITTED a claim's SELECT did not see another process's uncommitted
+    stamps, and its UPDATE waited for them and wrote anyway: two sweeps took the same
+    tasks and both asked upstream about them. Here A has read the due tasks and waits,
+    its transaction open, while B claims; B now skips what A has taken."""
+    import threading
+    import time
+
+    from genwidgets.serve import sweep
+    from genwidgets.serve.db import Tx
+
+    setup = Database(postgres_url)
+    setup.migrate()
+    add_key(setup, "alice", {})
+    now = time.time()
+    for i in range(5):
+        setup.run(
+            lambda tx, i=i: tx.run(
+                "INSERT INTO tasks (id, key_name, endpoint, upstream_id, state, charged, "
+                "created_at) VALUES (?, 'alice', ?, ?, 'open', 1, ?)",
+                (f"t{i}", IMAGE, f"u{i}", now - 100),
+            )
+        )
+    first, second = Database(postgres_url), Database(postgres_url)
+    real_rows = Tx.rows
+    a_read, b_done = threading.Event(), threading.Event()
+
+    def rows(self: Tx, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        found = real_rows(self, text, params)
+        if "checked_at IS NULL" in text and threading.current_thread().name == "A":
+            a_read.set()
+            b_done.wait(60)  # B claims while A's transaction is open
+        return found
+
+    monkeypatch.setattr(Tx, "rows", rows)
+    got: dict[str, list[tuple[Any, ...]]] = {}
+    a = threading.Thread(target=lambda: got.update(A=sweep.claim(first, 5.0)), name="A")
+    a.start()
+    assert a_read.wait(60)
+    b = threading.Thread(target=lambda: got.update(B=sweep.claim(second, 5.0)), name="B")
+    b.start()
+    b.join(60)
+    b_done.set()
+    a.join(60)
+    for db in (first, second, setup):
+        db.close()
+    taken_a, taken_b = {r[0] for r in got["A"]}, {r[0] for r in got["B"]}
+    assert taken_a | taken_b == {f"t{i}" for i in range(5)} and not taken_a & taken_b

@@ -441,3 +441,22 @@ def test_a_sweep_claims_a_task_once_and_takes_it_for_the_sweeps_length(db: Datab
     assert claim(db, 5.0, started + 26) == []  # another process's, its ask still queued
     after = started + 20 + SWEEP_SECONDS + 5.1  # that sweep has ended, its asks too
     assert [row[0] for row in claim(db, 5.0, after)] == [task_id]  # the next one
+
+
+def test_a_place_held_by_a_create_stuck_sending_says_when_it_frees(db: Database) -> None:
+    """After kill -9 mid-create the key's one place is held by a ``sending`` create for up
+    to 10 minutes (then ``unknown``): the student was told "1 tasks running" with
+    ``Retry-After: 1``, and their client retried every second. The 429 says why and
+    how long."""
+    add_key(db, "alice", {}, max_running=1)
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    reserve(db, "alice", IMAGE, amounts, now=then)
+    with pytest.raises(ServeError) as refused:
+        reserve(db, "alice", IMAGE, amounts, now=then + 300)
+    assert refused.value.status == 429
+    assert refused.value.retry_after is not None and 250 <= refused.value.retry_after <= 300
+    assert "stopped mid-send" in refused.value.message
+    with pytest.raises(ServeError) as soon:  # a create just sent: its answer comes soon
+        reserve(db, "alice", IMAGE, amounts, now=then + 5)
+    assert soon.value.retry_after == 1.0

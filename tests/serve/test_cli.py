@@ -437,3 +437,156 @@ def test_a_group_with_a_negative_cache_window_is_refused(
     code, _, err = run(capsys, *db, "groups", "class1", "--cache-seconds", "-5")
     assert code == 2 and "--cache-seconds is 0 (off) or more, not -5" in err
     assert json.loads(run(capsys, *db, "usage", "--json")[1])["groups"] == []
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"genW2.5-t2i-preview": {"per_imag": 0.04}}, "per_imag: not one of per_task"),
+        ({"genW2.5-t2i-preview": 0.04}, "a dict of prices"),
+        ({"genW2.5-t2i-preview": {"per_image": "0.04"}}, "a price 0 or more"),
+        ({"genW2.5-t2i-preview": {"per_image": -0.04}}, "a price 0 or more, not -0.04"),
+        ({"genW2.5-t2i-previw": {"per_image": 0.04}}, "genW2.5-t2i-preview"),
+        ([0.04], "prices is a dict"),
+    ],
+    ids=["misspelt-unit", "number", "text", "negative", "misspelt-endpoint", "list"],
+)
+def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    table: Any,
+    says: str,
+) -> None:
+    """``--prices`` was passed on unchecked: a misspelt unit cost nothing (a money cap
+    never bit), a number where a table belongs made every create a 500. It is checked as
+    a batch's ``prices=`` is, and refused naming the problem before anything is served."""
+    from genwidgets.serve.server import ClassServer
+
+    def served(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a class gateway was served with this price table")
+
+    monkeypatch.setattr(ClassServer, "serve_forever", served)
+    monkeypatch.setenv("GENWIDGETS_UPSTREAM_KEY", "teacher-key")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(table))
+    database = ["--database", str(tmp_path / "c.db")]
+    code, _, err = run(
+        capsys, *database, "--upstream", "http://127.0.0.1:9", "--prices", str(prices)
+    )
+    assert code == 2 and "--prices" in err and says in err, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--timeout", "0"], "--timeout"),
+        (["--timeout", "-5"], "--timeout"),
+        (["--timeout", "nan"], "--timeout"),
+        (["--timeout", "inf"], "--timeout"),
+        (["--timeout", "3600"], "--timeout, 3600 s"),
+        (["--max-running", "-1"], "--max-running"),
+        (["--rate", "-1"], "--rate"),
+        (["--upstream-rate", "-0.5"], "--upstream-rate"),
+        (["--rate", "nan"], "--rate"),
+    ],
+)
+def test_a_serve_setting_that_would_make_the_class_unusable_is_refused_at_start(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    says: str,
+) -> None:
+    """``--timeout 0`` (read as "no timeout", as its neighbours' 0 is "no cap") made every
+    create upstream, then called it unknown: no student got a result. ``--max-running
+    -1`` refused every create, ``--rate -1`` every request after the first, for ever. A
+    timeout past the 10 minutes after which a create still sending is given up as dead
+    would hand students tasks the class had given up. Each is refused, naming its flag."""
+    from genwidgets.serve.server import ClassServer
+
+    def served(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a class gateway was served with these settings")
+
+    monkeypatch.setattr(ClassServer, "serve_forever", served)
+    monkeypatch.setenv("GENWIDGETS_UPSTREAM_KEY", "teacher-key")
+    database = ["--database", str(tmp_path / "c.db")]
+    try:  # refused by its flag's type (argparse), or by the settings together
+        code, _, err = run(capsys, *database, "--upstream", "http://127.0.0.1:9", *flags)
+    except SystemExit as refused:
+        code, err = refused.code, capsys.readouterr().err
+    assert code == 2 and says in err, err
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_running": -1},
+        {"max_running": 0},
+        {"rate": -1.0},
+        {"rate": float("nan")},
+        {"upstream_rate": 0.0},
+        {"queue_wait": -1.0},
+        {"queue_wait": 3600.0},
+        {"sweep_every": float("inf")},
+    ],
+)
+def test_the_same_settings_are_refused_by_the_api(tmp_path: Path, settings: dict[str, Any]) -> None:
+    from genwidgets.serve import ServeConfig, Upstream
+
+    upstream = Upstream("http://127.0.0.1:9", "teacher-key")
+    with pytest.raises(ValueError) as refused:
+        ServeConfig(upstream=upstream, database=Database(tmp_path / "c.db"), **settings)
+    assert next(iter(settings)) in str(refused.value)
+    for timeout in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout"):
+            Upstream("http://127.0.0.1:9", "teacher-key", timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["hold"],
+        ["usage"],
+        ["tasks"],
+        ["keys", "list"],
+        ["keys", "revoke", "alice"],
+        ["keys", "rotate", "alice"],
+        ["keys", "set", "alice", "--images", "3"],
+    ],
+)
+def test_a_teachers_command_pointed_at_no_class_database_makes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """``serve hold`` from another folder (the default database is relative) made an
+    empty database there and said "not held back"; a typo the same. A command that
+    reads or changes the class's keys and tasks refuses a database that is not there,
+    naming it, and makes nothing."""
+    missing = tmp_path / "class" / "genwidgets-clas.db"
+    code, _, err = run(capsys, "--database", str(missing), *command)
+    assert code == 2 and f"no class database at {missing}" in err, err
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_settling_a_task_that_is_not_unknown_says_what_it_is_waiting_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After kill -9 mid-create, ``--settle`` of the ``sending`` task said a sweep or a
+    poll had settled it, when nothing had: it says it is still being sent, or its
+    process stopped mid-send, and when it can be settled."""
+    from genwidgets.serve import budgets
+
+    database = tmp_path / "class.db"
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    sending = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    opened = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    budgets.move(db, opened, "open", upstream_id="u1")
+    db.close()
+    base = ["--database", str(database), "tasks", "--made", "--settle"]
+    code, _, err = run(capsys, *base, sending)
+    assert code == 2 and "still being sent" in err and "10 minutes" in err, err
+    code, _, err = run(capsys, *base, opened)
+    assert code == 2 and "upstream has it" in err, err

@@ -133,3 +133,21 @@ def test_closing_while_another_thread_is_in_a_transaction_lets_it_end_then_close
     again = Database(tmp_path / "class.db")
     assert again.run(lambda tx: tx.rows("SELECT name FROM groups"), write=False) == [("g",)]
     again.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://teacher:s3cretpw@[::1/class",
+        "postgresql://teacher:s3cret pw@127.0.0.1/class",
+        "postgresql://teacher:s3cret%20pw@[::1/class",
+    ],
+    ids=["ipv6-typo", "space", "percent-encoded"],
+)
+def test_a_postgresql_url_that_cannot_be_read_is_refused_without_its_password(url: str) -> None:
+    """psycopg's message quotes the whole URL, or the password itself: the repr hid it,
+    the text after it printed it on the teacher's terminal and in the service's log."""
+    with pytest.raises(ServeError) as refused:
+        Database(url).migrate()
+    said = str(refused.value)
+    assert "s3cret" not in said and "cannot open the database" in said, said

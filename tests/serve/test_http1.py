@@ -151,7 +151,7 @@ def test_an_answer_over_the_cap_is_a_fault_and_its_connection_is_not_kept() -> N
         pool = _pool(base)
         with pytest.raises(UpstreamFault) as caught:
             await pool.request("GET", "/big", [], None, max_body=1000)
-        assert caught.value.sent
+        assert caught.value.sent and "over 1000 bytes" in str(caught.value)
         answer = await pool.request("GET", "/small", [], None, max_body=1000)
         assert answer.body == b"small" and len(connections) == 2
         await pool.close()
@@ -225,3 +225,17 @@ def test_an_https_upstream_is_verified(tmp_path: Path) -> None:
             server.close()
 
     asyncio.run(main())
+
+
+def test_a_header_h11_refuses_is_a_fault_that_does_not_quote_it() -> None:
+    """h11's message quotes the whole illegal header value, a key among them: the fault
+    names the refusal, never the value, and says nothing was sent."""
+
+    async def test(base: str, connections: list[int]) -> None:
+        headers = [("Authorization", "Bearer secret-value\x00")]
+        with pytest.raises(UpstreamFault) as caught:
+            await _pool(base).request("GET", "/v1/x", headers, None, max_body=99)
+        assert not caught.value.sent
+        assert "secret-value" not in str(caught.value) and "header" in str(caught.value)
+
+    run(lambda n, request: ok(), test)

@@ -253,3 +253,77 @@ def test_relative_output_urls_are_made_absolute_against_upstream(tmp_path: Path)
         upstream_server.close()
     assert raw["images"] == [{"url": f"{upstream_server.base}/files/b.png"}]
     assert RelativeFilesUpstream.files == [None]
+
+
+class AuthEcho(QuietHandler):
+    """An upstream that records the Authorization of each request and answers 200."""
+
+    seen: list[str | None] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Authorization"))
+        data = b'{"request_id": "r1", "status": "IN_QUEUE"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize("saved", ["{}\r", " {}\n", "\t{} "], ids=["crlf", "lead-lf", "tabs"])
+def test_a_key_saved_with_a_line_end_or_spaces_is_sent_without_them(saved: str) -> None:
+    """A key read from a file saved with Windows line ends kept its ``\\r``: h11 refused
+    the header and its message, quoting ``Bearer <key>\\r``, went to every student. The
+    key is taken without its surrounding whitespace, as the teacher meant it."""
+    AuthEcho.seen = []
+    server = LoopbackServer(AuthEcho)
+    upstream = Upstream(server.base, saved.format(TEACHER_KEY))
+
+    async def ask() -> Any:
+        try:
+            return await upstream.send("GET", f"/{IMAGE}/requests/r1/status")
+        finally:
+            await upstream.close()
+
+    try:
+        answer = asyncio.run(ask())
+    finally:
+        server.close()
+    assert answer.status == 200
+    assert AuthEcho.seen == [f"Bearer {TEACHER_KEY}"]
+
+
+@pytest.mark.parametrize(
+    ("inside", "named"),
+    [("\r", "U+000D"), ("\x00", "U+0000"), (" ", "U+0020"), ("\u00e9", "U+00E9")],
+    ids=["cr", "nul", "space", "non-ascii"],
+)
+def test_a_key_holding_a_character_no_header_can_carry_is_refused_without_showing_it(
+    inside: str, named: str
+) -> None:
+    """Refused when the class gateway is made, saying which character and where, never
+    the key: sent, it would be refused at every request (and said to students)."""
+    key = f"sk-live-{inside}TEACHERSECRET123"
+    with pytest.raises(ValueError) as caught:
+        Upstream("http://127.0.0.1:1", key)
+    said = str(caught.value)
+    assert named in said and "character 9 of 25" in said
+    assert "TEACHERSECRET" not in said and "sk-live" not in said
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://classadmin:pw-S3CRET@127.0.0.1:9",
+        "http://pw-S3CRET@127.0.0.1:9/gw",
+        "ftp://classadmin:pw-S3CRET@127.0.0.1:9",
+    ],
+    ids=["user-password", "token-as-user", "not-http"],
+)
+def test_an_upstream_url_with_credentials_is_refused_without_showing_them(url: str) -> None:
+    """Credentials in the upstream's URL are never sent (the teacher's key signs every
+    request), but they were copied into students' output URLs, made absolute against
+    it, and printed on the ready line and in the repr. Refused, never shown."""
+    with pytest.raises(ValueError) as refused:
+        Upstream(url, TEACHER_KEY)
+    assert "pw-S3CRET" not in str(refused.value), str(refused.value)

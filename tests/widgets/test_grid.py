@@ -574,3 +574,26 @@ def test_ctrl_c_in_gw_grid_says_how_to_go_on_and_that_way_pays_each_cell_once(
     tagged = client.ledger.tagged([grid.run.tag(c.row) for c in grid.cells])
     may_have_made = sorted(r.tag for r in tagged if r.state != "not_created")
     assert may_have_made == sorted(grid.run.tag(c.row) for c in grid.cells)  # one each
+
+
+@pytest.mark.slow
+@ON_THE_SIMULATOR
+def test_a_reopened_grid_never_sent_offers_its_submit_button(
+    home: Path, make_simulator: Callable[..., SimulatorServer]
+) -> None:
+    """Review-25 fault 5: a grid waiting for its Submit, stored by a rating and re-opened
+    in another kernel, had no Submit button (nor Go on): only code could send it. It
+    offers Submit as when it was planned, and the button sends each cell once."""
+    sim = make_simulator()
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as first:
+        grid = table(first, confirm_above=5)
+        grid.rate(0, 3, "before sending")  # stores it, nothing sent
+    with gw.Client(base_url=sim.base_url, api_key=KEY) as later:
+        again = gw.load_grid(grid.id, client=later)
+        head = again.head
+        assert head["needs_confirmation"] and not head["started"]  # the Submit button
+        assert stats(sim).get("create", 0) == 0
+        assert ask(again, "_ask_submit") == {"ok": True}  # the button
+        again.wait(timeout=60)
+        assert stats(sim)["create"] == 6
+        assert again.head["started"] and again.cells[0].rating == 3

@@ -76,6 +76,7 @@ def test_a_finished_grid_stays_live_with_its_sheet_rewritten_as_it_is_rated(
     assert faces.WIDGET_VIEW_MIME in display.calls[0][0] and len(display.handles) == 2
     grid.rate(0, 2)
     assert wait_for(lambda: all('title="2 of 5"' in h.last_html() for h in display.handles))
+    grid.close()  # a shown grid reads its ratings on the ticker until closed
     assert faces.settle(30)
 
 
@@ -242,3 +243,49 @@ def test_the_outputs_a_page_reads_from_the_gateway_are_bounded_in_count_and_time
     assert page.count("a read from the gateway failed before it: no more are made") == 5
     grid.close()
     fresh.close()
+
+
+def test_a_rating_made_in_another_kernel_reaches_the_cells_and_both_faces(
+    client: gw.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review-25 fault 3: another kernel (its own store on the same file) rates a cell of
+    a finished grid shown here. With nothing done in this kernel, its cells, its live
+    records and its lasting face come to show that rating; a face written meanwhile
+    (not displayed: built at once) shows what the store holds."""
+    import IPython.display
+
+    from genwidgets.lab import GridStore
+
+    faces.REPUBLISH.flush()  # nothing of other tests pending
+    display = DisplayRecorder()
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr("genwidgets.widgets.grid.in_kernel", lambda: True)
+    monkeypatch.setattr(faces, "in_kernel", lambda: True)
+    grid = gw.grid("genW2.5-t2i-preview", {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]),
+                   client=client)  # fmt: skip
+    grid.wait(timeout=60)
+    grid.rate(0, 2)  # stored; this kernel's own rating
+    other = GridStore(grid.run.store.path)  # another kernel's store: no watcher of ours
+    try:
+        other.rate(grid.id, 1, 5, "the one, from kernel B")
+        face = grid._sheet("posters")  # a face written now says what the store holds
+        assert 'title="5 of 5"' in face["text/html"] and "from kernel B" in face["text/html"]
+        other.rate(grid.id, 0, 3, "kernel B again")
+        grid._ipython_display_()  # shown: it reads the store at its display
+        [handle] = display.handles
+        (_live, _), (shown, _) = display.calls
+        assert 'title="3 of 5"' in shown["text/html"]
+        other.rate(grid.id, 1, 4, "kernel B, later")  # nothing asked in this kernel since
+        assert wait_for(lambda: "kernel B, later" in handle.last_html(), timeout=60)
+        assert (grid.cells[1].rating, grid.cells[1].note) == (4, "kernel B, later")
+        assert wait_for(
+            lambda: (
+                [(c["stars"], c["note"]) for c in grid.cell_states]
+                == [(3, "kernel B again"), (4, "kernel B, later")]
+            ),
+            timeout=30,
+        )
+    finally:
+        other.close()
+        grid.close()
+    assert faces.settle(30)

@@ -147,7 +147,8 @@ def test_nothing_is_fetched_and_a_dead_loopback_url_is_named_not_used() -> None:
     )
     html = output_html(gone)
     assert fetched == [] and "127.0.0.1" not in html
-    assert "its server (on this machine) has stopped" in html
+    assert "not kept locally; its URL is on the machine that made it" in html
+    assert "has stopped" not in html  # it was never asked: no word of its server
     remote = Output.from_entry(
         {"url": "https://cdn.example/0.png", "content_type": "image/png"},
         source=OutputFiles(fetch),
@@ -243,3 +244,30 @@ def test_json_content_nested_too_deep_is_shown_as_text() -> None:
     entry = {"content_type": "application/json", "content": deep.decode()}
     html = content_html(Output.from_entry(entry, source=OutputFiles()), deep)
     assert "<pre" in html and "[{&quot;a&quot;:" in html
+
+
+def test_an_outputs_gateway_text_is_inert_in_its_repr_and_the_console_face() -> None:
+    """A gateway's content type, file name and URL reached ``repr(output)`` and the
+    text/plain face (what ``jupyter console`` prints) raw: an escape sequence in them set
+    the terminal's title, cleared its screen or hid text. Shown as escapes, never run."""
+    result = Result.from_body(
+        {
+            "request_id": "req-1",
+            "status": "COMPLETED",
+            "outputs": [
+                {
+                    "content": "hi",
+                    "content_type": "text/plain\x1b]0;TITLE\x07",
+                    "file_name": "a\x1b[2J\x1b[31mred.txt",
+                },
+                {"url": "https://cdn.example/x\x1b[8mhidden.png", "content_type": "image/png"},
+                {"url": "https://cdn.example/y.png", "content_type": "image/png\u202e"},
+            ],
+        },
+        source=OutputFiles(),
+    )
+    shown = [plain_text(result.outputs, result), *map(repr, result.outputs), repr(result)]
+    for text in shown:
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", text), repr(text)
+    face = plain_text(result.outputs, result)
+    assert "\\x1b[2J" in face and "\\x1b[8m" in repr(result.outputs[1])

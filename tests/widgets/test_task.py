@@ -782,7 +782,7 @@ def test_real_job_without_local_copies_names_what_it_could_not_keep(
         assert faces.settle(30)
         html = recorder.handle.last_html()
         assert "<video" not in html and sim.base_url not in html  # dead with its kernel
-        assert "not shown, it was not kept locally and its server" in html
+        assert "not shown, it was not kept locally; its URL is on the machine" in html
     finally:
         client.close()
 
@@ -948,7 +948,9 @@ def test_a_result_of_many_texts_keeps_a_budget_in_both_faces_and_lists_the_rest(
         assert "result.outputs[i].text()" in face and "t1299.txt" not in face
     assert "line 0 line 0" in lasting and re.search(r"\[\d+\] t\d+\.txt · text/plain", lasting)
     assert view.outputs[0]["html"] and view.outputs[-1]["kind"] == "listed"
-    assert "more text outputs are not shown" in view.outputs[-1]["html"]
+    listed = [entry["html"] for entry in view.outputs if entry["kind"] == "listed"]
+    assert "more text outputs are not shown" in listed[0]
+    assert "1,140 more outputs not shown" in listed[1]  # past FACE_OUTPUTS: counted
 
 
 def test_the_lasting_face_says_what_a_running_task_is_doing(recorder: DisplayRecorder) -> None:
@@ -963,3 +965,29 @@ def test_the_lasting_face_says_what_a_running_task_is_doing(recorder: DisplayRec
     written = len(recorder.handle.updates)
     on_thread(job.run)  # the same word again (a new poll): nothing to rewrite
     assert faces.settle(10) and len(recorder.handle.updates) == written
+
+
+def test_a_tasks_lasting_face_keeps_its_media_when_no_copy_could_be_kept(
+    recorder: DisplayRecorder, simulator: Any
+) -> None:
+    """Review-25 fault 2: with no local copy (a client that keeps none, as one whose
+    GENWIDGETS_HOME cannot be written), a lasting face showed no picture and no sound and
+    said the server "has stopped" while it served them. The bytes are read once, off the
+    write path, while the URL answers: the face embeds the thumbnail and the audio."""
+    with gw.Client(simulator.base_url, "sim-demo-key", ledger=False) as client:
+        for endpoint, payload, kept in [
+            ("genW2.5-t2i-preview", {"prompt": "a kite", "n": 1}, 'src="data:image/'),
+            ("speechM-02-turbo", {"text": "Hello there."}, 'src="data:audio/'),
+        ]:
+            recorder.calls.clear()
+            recorder.handles.clear()
+            job = client.submit(endpoint, payload)
+            display_job(job)
+            job.result(timeout=60)
+            [output] = job.result(timeout=1).outputs
+            assert output.path is None or not output.path.exists()  # no copy was kept
+            assert wait_for(lambda k=kept: k in recorder.handle.last_html(), timeout=60), (
+                recorder.handle.last_html()[-600:]
+            )
+            assert "has stopped" not in recorder.handle.last_html()
+    assert faces.settle(30)

@@ -36,6 +36,7 @@ from .rows import NOT_CREATED, OUTCOME_UNKNOWN, SUBMITTED, SUBMITTING
 from .schema import addresses_masked, ensure_schema, mask_addresses
 from .writer import (
     FAULT_PAUSE,
+    STALL,
     FaultAction,
     LeftBehind,
     Note,
@@ -103,6 +104,11 @@ def read_only(exc: BaseException) -> bool:
     return (code is not None and code & 0xFF == _READONLY) or "readonly database" in str(exc)
 
 
+def _refused() -> sqlite3.OperationalError:
+    """SQLite's refusal of a write to a read-only file, in its words (:func:`read_only`)."""
+    return sqlite3.OperationalError("attempt to write a readonly database")
+
+
 def quick_check(conn: sqlite3.Connection) -> str:
     """``PRAGMA quick_check``: "" when the file is sound, else what it found."""
     found = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
@@ -143,19 +149,28 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
 
         def row_of(note: Note, placed: int) -> int:
             """The row here of a handle's or failed create's ``placed``: a row id on
-            disk, or a ticket of its process (no row has a negative id)."""
-            return rows.get(_of_process(note, placed), placed)
+            disk, or a ticket of its process (no row has a negative id), found by the
+            intent's note in these notes, else by what the note says of its intent
+            (``intent_at``, ``intent_endpoint``): an earlier merge may have recorded
+            that intent's note and removed its file."""
+            found = rows.get(_of_process(note, placed))
+            at, endpoint = note.get("intent_at"), note.get("intent_endpoint")
+            if (
+                found is None
+                and placed < 0
+                and isinstance(at, (int, float))
+                and not isinstance(at, bool)
+                and isinstance(endpoint, str)
+            ):
+                found = _intent_row(conn, note.get("host"), note.get("pid"), at, endpoint)
+            return placed if found is None else found
 
         recorded = 0
         for note in notes:
             if "ticket" in note:
-                found = conn.execute(
-                    "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? "
-                    "AND endpoint = ?",
-                    (note["host"], note["pid"], note["at"], note["endpoint"]),
-                ).fetchone()
+                found = _intent_row(conn, note["host"], note["pid"], note["at"], note["endpoint"])
                 rows[_of_process(note, note["ticket"])] = (
-                    found[0] if found else _insert_intent(conn, note)
+                    found if found is not None else _insert_intent(conn, note)
                 )
             elif (
                 "row" in note
@@ -204,6 +219,18 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
     return merge
 
 
+def _intent_row(
+    conn: sqlite3.Connection, host: Any, pid: Any, at: float, endpoint: str
+) -> int | None:
+    """The row of the intent a process (``host``, ``pid``) made at ``at`` on
+    ``endpoint``, if it is on disk: how a note's intent is known in any process."""
+    found = conn.execute(
+        "SELECT id FROM tasks WHERE host = ? AND pid = ? AND submitted_at = ? AND endpoint = ?",
+        (host, pid, at, endpoint),
+    ).fetchone()
+    return None if found is None else int(found[0])
+
+
 def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:
     """The row of an intent note, as ``record_intent`` writes it, in its process's name."""
     values = [note[name] for name in ("gateway", "endpoint", "payload", "pid", "host", "at")]
@@ -240,6 +267,27 @@ _NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 
 
+#: the log line of a line of a pending file that is not a note
+_SKIPPED = "genwidgets: skipped a line of a ledger's pending file: %.80s"
+
+
+def _notes(data: bytes) -> list[Note]:
+    """The notes of a pending file's bytes. Each line is decoded alone: one that is not
+    UTF-8 (stale disk bytes past a crash's torn append) is skipped, logged, as a line
+    that is not a note is (review-21: decoded whole, the file raised at every open)."""
+    notes: list[Note] = []
+    for raw in data.splitlines():
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            log.warning(_SKIPPED, raw.decode("utf-8", errors="replace"))
+            continue
+        note = _note(line)
+        if note is not None:
+            notes.append(note)
+    return notes
+
+
 def _note(line: str) -> Note | None:
     """One line of a pending file as a note, or None when it is not one (logged)."""
     try:
@@ -253,7 +301,7 @@ def _note(line: str) -> Note | None:
             and all(isinstance(note.get(name), types) for name, types in wanted.items())
         ):
             return note
-    log.warning("genwidgets: skipped a line of a ledger's pending file: %.80s", line)
+    log.warning(_SKIPPED, line)
     return None
 
 
@@ -284,7 +332,8 @@ class LedgerFile:
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
         self._reopen_reads = False
-        #: a write was refused as read-only: reopened once the file may be written
+        #: a write was refused as read-only: every connection of this process is opened
+        #: anew once the file may be written, not before (see :meth:`may_write_again`)
         self._refused_read_only = False
         self._abandoned: list[sqlite3.Connection] = []
         #: the journal mode the writer's connection got (``wal`` where SQLite allows)
@@ -433,13 +482,10 @@ class LedgerFile:
         """A write transaction (``BEGIN IMMEDIATE``) on the readers' connection, on the
         caller's thread; ``on_damage`` runs when SQLite says the file is damaged (the
         writer thread then checks it: its connection must never write the old file). A
-        file SQLite could only open read-only stays so on that connection: refused as
-        read-only, the first write once the file may be written (``os.access``) opens a
-        new one. Not at each refusal: SQLite defers the close of a file another
-        connection of this process locks, so each reopen kept a descriptor."""
+        lock held elsewhere past ``busy_timeout`` is said so, with what to do. A
+        refusal as read-only is noted: the writer opens the connections anew once the
+        file may be written (:meth:`may_write_again`; the caller asks it first)."""
         with self._lock:
-            if self._refused_read_only and os.access(self.path, os.W_OK):
-                self._refused_read_only, self._reopen_reads = False, True
             try:
                 with immediate(self._connection()) as conn:
                     yield conn
@@ -448,7 +494,42 @@ class LedgerFile:
                     on_damage()
                 elif read_only(exc):
                     self._refused_read_only = True
+                elif is_busy(exc):  # as the reads and a batch's store say it (review-21)
+                    raise LedgerError(
+                        f"another process holds the ledger {self.path} past the "
+                        f"{self.busy_timeout:g} s wait for it; this change was not saved: "
+                        "do it again once it frees"
+                    ) from exc
                 raise LedgerError(f"cannot write the ledger {self.path}: {exc}") from exc
+
+    @property
+    def refused_read_only(self) -> bool:
+        """A write was refused as read-only, and the connections are not opened anew yet."""
+        return self._refused_read_only
+
+    def may_write_again(self) -> bool:
+        """After a write refused as read-only, whether the file and its journals may be
+        written now (``os.access``); then the readers' connection is closed, and the
+        writer, which asks (on its thread), opens its own anew. One connection of this
+        process opened read-only keeps SQLite's shared state of the file read-only for
+        every later one, and defers the close of each refused one: a read-only home
+        written again refused the kept writes for ever, and each retry kept a descriptor
+        (review-21). So nothing is opened again before, and everything together then."""
+        if not self._refused_read_only:
+            return False
+        journals = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+        # a journal not there is made in the folder: that must be writable then
+        places = [self.path, *(name if name.exists() else self.path.parent for name in journals)]
+        if not all(os.access(place, os.W_OK) for place in places):
+            return False
+        if not self._lock.acquire(timeout=STALL):  # a long read or transaction: next try
+            return False
+        try:
+            self._refused_read_only = False
+            self.close()
+        finally:
+            self._lock.release()
+        return True
 
     def close(self) -> None:
         """Close the readers' connection (the next read opens it again)."""
@@ -465,6 +546,8 @@ class LedgerFile:
         A busy file raises the raw sqlite3 error (the writer retries); a damaged or
         foreign file is moved aside and a new one started.
         """
+        if self._refused_read_only and not self.may_write_again():
+            raise _refused()  # nothing opened: a connection refused so keeps a descriptor
         try:
             return self._open_checked()
         except LedgerError as exc:
@@ -531,7 +614,11 @@ class LedgerFile:
         removed, the file deleted or replaced), checked at most every
         :data:`MOVED_CHECK_EVERY` s, on the writer thread. True: the writer opens the
         path anew. What ``conn`` still reads is copied first (a deleted file is written
-        back at the path) and a warning says where (docs/decisions.md#ledger-moved)."""
+        back at the path) and a warning says where (docs/decisions.md#ledger-moved).
+        True as well once a file that refused a write as read-only may be written
+        (:meth:`may_write_again`): ``conn`` was opened read-only."""
+        if self.may_write_again():
+            return True
         now = time.monotonic()
         if self._opened is None or now - self._checked_at < MOVED_CHECK_EVERY:
             return False
@@ -721,10 +808,9 @@ class LedgerFile:
         write records them. Each with the ``gateway`` of its intent's note when that is
         there too (its intent was held as well)."""
         try:
-            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+            notes = _notes(self.pending_path.read_bytes())
         except OSError:
             return []
-        notes = [note for note in map(_note, lines) if note is not None]
         gateways = {_of_process(n, n["ticket"]): n.get("gateway") for n in notes if "ticket" in n}
         handles = [note for note in notes if "row" in note]
         for note in handles:
@@ -743,10 +829,9 @@ class LedgerFile:
         is simply recorded again by the next open: never claimed, never orphaned."""
         try:
             seen = self.pending_path.stat()
-            lines = self.pending_path.read_text(encoding="utf-8").splitlines()
+            notes = _notes(self.pending_path.read_bytes())
         except OSError:
             return  # none (the usual case), or unreadable: left where it is
-        notes = [note for note in map(_note, lines) if note is not None]
 
         def written(future: concurrent.futures.Future[int]) -> None:
             if future.exception() is not None:
@@ -788,6 +873,8 @@ class LedgerFile:
         write given up, or kept on a disk fault (checked when it appears, not at
         each retry).
         """
+        if read_only(exc):  # the connections are opened anew only once it may be written
+            self._refused_read_only = True
         # a file opened before that cannot be opened again (the writer hands that over
         # only then: too many open files) is kept as a disk fault's writes are
         reopen = getattr(exc, "sqlite_errorcode", None) == _CANTOPEN

@@ -26,7 +26,7 @@ from typing import Any
 from ..._config import home
 from ..._formats import int_or_none
 from ...protocol.records import Handle, Output, OutputSource, Result
-from ..output_files import OutputFiles, holds_digest
+from ..output_files import holds_digest, named_by
 
 __all__ = [
     "COLUMNS",
@@ -298,10 +298,11 @@ def restored_result(
     and the local copy recorded, and reads as :attr:`Output.restored`. A local
     copy outside the outputs folder, or without the recorded size and SHA-256, is not
     this output's: it is left out (docs/decisions.md#a-shared-home). ``source`` reads
-    the copies and URLs (none: :class:`OutputFiles`, a URL by a plain GET). Here, not
+    the copies and URLs (none: a URL by a plain GET under the address rule of the
+    gateway at ``base_url``, which named it: ``output_files.named_by``). Here, not
     on ``Result``: the protocol describes answers, the jobs layer keeps them
     (docs/decisions.md#records-describe-answers)."""
-    source = source if source is not None else OutputFiles()
+    source = source if source is not None else named_by(base_url)
     restored = []
     for position, record in enumerate(outputs):
         index = int_or_none(record.get("index"), minimum=0)

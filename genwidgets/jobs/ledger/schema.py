@@ -161,6 +161,21 @@ def _mark_old_copies(conn: sqlite3.Connection) -> None:
 ADDRESSES_MASKED_SINCE = "addresses_masked_since"
 #: the columns that may hold a gateway's address: the gateway, a task's URLs, its error
 _ADDRESS_COLUMNS = ("gateway", "status_url", "response_url", "cancel_url", "error")
+#: ``meta`` key: since when the tables the lab keeps in the file hold no password either
+#: (review-21: files marked masked by the key above before it still held them)
+LAB_ADDRESSES_MASKED_SINCE = "lab_addresses_masked_since"
+#: ``meta`` key, while masking: a lab table's value was masked, so the file is rewritten
+#: before it is marked (kept with the change, so a rewrite a full disk put off is not lost)
+LAB_REWRITE_DUE = "lab_addresses_rewrite_due"
+#: the lab's tables and their columns that may hold a gateway's address: a batch's (a
+#: grid's) gateway and a row's (a cell's) error, in the tables of this version and the
+#: ``grids`` / ``grid_cells`` of an older one; each masked where the file has it
+_LAB_ADDRESS_COLUMNS = (
+    ("batches", "gateway"),
+    ("batch_rows", "error"),
+    ("grids", "gateway"),
+    ("grid_cells", "error"),
+)
 
 
 #: ``meta`` key: the last row id whose addresses are masked, while masking is under way
@@ -170,10 +185,17 @@ ADDRESSES_MASKED_UPTO = "addresses_masked_upto"
 MASK_CHUNK = 5000
 
 
-def addresses_masked(conn: sqlite3.Connection) -> bool:
-    """Whether every stored address of the file is masked (a read: no lock needed)."""
-    found = conn.execute("SELECT 1 FROM meta WHERE key = ?", (ADDRESSES_MASKED_SINCE,))
-    return found.fetchone() is not None
+def addresses_masked(conn: sqlite3.Connection, *, tasks_only: bool = False) -> bool:
+    """Whether every stored address of the file is masked (a read: no lock needed);
+    ``tasks_only``: those of ``tasks``."""
+    keys = (
+        (ADDRESSES_MASKED_SINCE,)
+        if tasks_only
+        else (ADDRESSES_MASKED_SINCE, LAB_ADDRESSES_MASKED_SINCE)
+    )
+    marks = ", ".join("?" * len(keys))
+    found = conn.execute(f"SELECT count(*) FROM meta WHERE key IN ({marks})", keys)
+    return bool(found.fetchone()[0] == len(keys))
 
 
 def mask_addresses(conn: sqlite3.Connection) -> None:
@@ -182,21 +204,75 @@ def mask_addresses(conn: sqlite3.Connection) -> None:
     password's ``@`` was understood, its tail (``u:***@ss@host``). In transactions of
     :data:`MASK_CHUNK` rows, each committed with where it got to, so a process that
     stops midway (a short-lived one exits) leaves the next open less to do, and no
-    more than a chunk is in memory; then the file is rewritten (:func:`_rewrite`), and
-    the ``meta`` key is set once that is done."""
+    more than a chunk is in memory; then the lab's tables (:func:`_mask_lab_tables`);
+    then the file is rewritten (:func:`_rewrite`), and the ``meta`` keys are set once
+    that is done. A file whose ``tasks`` were masked before the lab's tables were is
+    rewritten only if those held an address to mask (:data:`LAB_REWRITE_DUE`)."""
     while not addresses_masked(conn):
-        with immediate(conn):
-            last_done = _mask_chunk(conn)
-        if not last_done:
-            continue
-        if not _rewrite(conn):
+        tasks_before = addresses_masked(conn, tasks_only=True)
+        if not tasks_before:
+            with immediate(conn):
+                last_done = _mask_chunk(conn)
+            if not last_done:
+                continue
+        _mask_lab_tables(conn)
+        due = conn.execute("SELECT 1 FROM meta WHERE key = ?", (LAB_REWRITE_DUE,)).fetchone()
+        if (due or not tasks_before) and not _rewrite(conn):
             return  # the disk is too full to rewrite it: the next open tries again
         with immediate(conn):
-            conn.execute("DELETE FROM meta WHERE key = ?", (ADDRESSES_MASKED_UPTO,))
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                (ADDRESSES_MASKED_SINCE, time.time()),
+            conn.executemany(
+                "DELETE FROM meta WHERE key = ?", [(ADDRESSES_MASKED_UPTO,), (LAB_REWRITE_DUE,)]
             )
+            conn.executemany(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                [
+                    (key, time.time())
+                    for key in (ADDRESSES_MASKED_SINCE, LAB_ADDRESSES_MASKED_SINCE)
+                ],
+            )
+
+
+def _mask_lab_tables(conn: sqlite3.Connection) -> None:
+    """The addresses in the lab's tables (:data:`_LAB_ADDRESS_COLUMNS`, those the file
+    has) masked, in transactions of :data:`MASK_CHUNK` rows, each that changes one
+    noting :data:`LAB_REWRITE_DUE`. Started over by a process that stops midway (a
+    value masked stays so)."""
+    tables = {
+        name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    for table, column in _LAB_ADDRESS_COLUMNS:
+        if table not in tables:
+            continue
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            continue
+        after = 0
+        while True:
+            with immediate(conn):
+                found = conn.execute(
+                    f"SELECT rowid, CAST({column} AS BLOB) FROM {table} WHERE rowid > ? "
+                    f"AND instr({column}, '@') > 0 ORDER BY rowid LIMIT ?",
+                    (after, MASK_CHUNK),
+                ).fetchall()
+                if found:  # the old text is zeroed, not left in a free part of its page
+                    conn.execute("PRAGMA secure_delete = ON")
+                changed = False
+                for rowid, value in found:
+                    text = bytes(value).decode("utf-8", errors="surrogateescape")
+                    masked = hide_userinfo(text)
+                    if masked != text:
+                        conn.execute(
+                            f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE rowid = ?",
+                            (masked.encode("utf-8", errors="surrogateescape"), rowid),
+                        )
+                        changed = True
+                if changed:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                        (LAB_REWRITE_DUE, time.time()),
+                    )
+            if len(found) < MASK_CHUNK:
+                break
+            after = found[-1][0]
 
 
 def _rewrite(conn: sqlite3.Connection) -> bool:
@@ -300,6 +376,7 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
                     ("application", APPLICATION),
                     ("schema_version", "1"),
                     (ADDRESSES_MASKED_SINCE, str(time.time())),
+                    (LAB_ADDRESSES_MASKED_SINCE, str(time.time())),
                 ],
             )
             tables = {"meta", "tasks"}

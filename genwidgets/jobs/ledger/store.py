@@ -162,11 +162,17 @@ class Ledger:
 
     def _placed(self, note: Note) -> Note:
         """``note`` with what places it without this process: its pid and host, and the
-        row of an intent ticket already on disk (a handle's, a failed create's)."""
+        row of an intent ticket already on disk (a handle's, a failed create's). A ticket
+        with no row here yet comes with its intent's time and endpoint: another process
+        may have recorded that intent from its own note (and removed that file), and
+        finds the row by them (review-21: the paid task was in no row after ``kill -9``)."""
         note.update(pid=os.getpid(), host=HOST)
         for placed in ("row", "failed"):
             if placed in note:
                 note[placed] = self.writes.row_of(note[placed])
+                intent = self.writes.intent_of(note[placed]) if note[placed] < 0 else None
+                if intent is not None:
+                    note["intent_at"], note["intent_endpoint"] = intent
         return note
 
     def _left_behind(self, notes: list[Note], unwritten: int) -> None:
@@ -278,8 +284,11 @@ class Ledger:
         ``busy_timeout``), after the ledger's own queued writes. Commits when the
         block ends, rolls back on an exception; sqlite3 errors become
         :class:`LedgerError` (a damaged file is then moved aside, as on a failed write
-        of the ledger's own).
+        of the ledger's own). After a refusal as read-only, the writer first opens the
+        connections anew if the file may be written now (``LedgerFile.may_write_again``).
         """
+        if self._file.refused_read_only:
+            self._queue.put(None)  # only opens: the writer's own connection pins it too
         self.flush()
         with self._file.write(on_damage=self._check_on_writer) as conn:
             yield conn

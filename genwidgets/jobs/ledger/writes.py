@@ -165,6 +165,9 @@ class LedgerWrites:
         self._clock = clock
         self._key = str(file.path.resolve())
         self._ids: dict[int, int] = {}  # intent ticket -> row id
+        #: intent ticket -> its ``submitted_at`` and endpoint: what names the intent in
+        #: any process, for the notes of its handle or failure (see :meth:`intent_of`)
+        self._intents: dict[int, tuple[float, str]] = {}
         #: rows of this process (``submitted_at``, endpoint -> id) up to ``_looked_upto``,
         #: for its kept intents another process may have recorded (see :meth:`_recorded`)
         self._recorded_rows: dict[tuple[float, str], int] = {}
@@ -185,6 +188,12 @@ class LedgerWrites:
     def row_of(self, row_id: int) -> int:
         """The row id of an intent ticket (see :meth:`record_intent`), or ``row_id`` itself."""
         return self._ids.get(row_id, row_id) if row_id < 0 else row_id
+
+    def intent_of(self, ticket: int) -> tuple[float, str] | None:
+        """The ``submitted_at`` and endpoint of the intent of ``ticket`` (None: no ticket
+        of this ledger): a handle's note whose intent has no row here yet names it so,
+        as another process may have recorded that intent's note already."""
+        return self._intents.get(ticket)
 
     def record_intent(
         self,
@@ -311,6 +320,7 @@ class LedgerWrites:
         stored = json.dumps(scrub_payload(payload))
         now = self._clock()
         ticket = -next(_TICKETS)
+        self._intents[ticket] = (now, endpoint)
 
         note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
         note.update(tag=tag, at=now, key=fingerprint)
@@ -459,6 +469,22 @@ class LedgerWrites:
             return row
 
         return self._file.log_if_failed("the re-attached task", self._queue.put(upsert))
+
+    def forget_attach(self, gateway: str, request_id: str) -> concurrent.futures.Future[bool]:
+        """Remove the row :meth:`record_attach` made for an id its gateway never answered
+        for (a typo's 404, no answer): an ask records no task that may not exist. Only a
+        row an attach made (no payload, no tag); the future holds whether one went."""
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "DELETE FROM tasks WHERE id = (SELECT max(id) FROM tasks WHERE gateway = ? "
+                    "AND request_id = ?) AND payload = '{}' AND tag IS NULL",
+                    (gateway, request_id),
+                ).rowcount
+            )
+
+        return self._file.log_if_failed("forgetting a re-attached id", self._queue.put(delete))
 
     def record_status(
         self, gateway: str, request_id: str, status: Status

@@ -751,6 +751,7 @@ class Client:
         hold: Callable[[], bool] | None = None,
         tags: Sequence[str | None] | None = None,
         stop: threading.Event | None = None,
+        on_answer: Callable[[int, Job | Exception], object] | None = None,
     ) -> list[Job | Exception]:
         """Create the tasks of many prepared requests, at most ``concurrency`` at once,
         on the engine; one failed create never stops the others.
@@ -763,7 +764,9 @@ class Client:
         creates in flight are let answer (at most :data:`CREATE_ANSWER_GRACE` seconds,
         as in :meth:`send`), and the ``KeyboardInterrupt`` names the tasks made and how
         to follow them (docs/decisions.md#an-interrupted-submit).
-        ``hold()`` (thread-safe, asked before each create leaves) holds the rest back.
+        ``hold()`` (thread-safe, asked before each create leaves) holds the rest back;
+        ``on_answer(index, outcome)`` runs on the engine as each create answers, before
+        its slot goes to the next create (a batch's breaker counts there).
         ``tags[i]`` is written with request ``i``'s intent in the ledger: what it was sent
         for (a batch's row and attempt), so a resume finds its task by it.
         ``stop``, set from another thread (an :class:`AsyncClient`'s caller cancelled),
@@ -807,6 +810,7 @@ class Client:
                 hold=hold,
                 answer_grace=CREATE_ANSWER_GRACE,
                 halt=stop,
+                on_answer=on_answer,
             )
         except (KeyboardInterrupt, concurrent.futures.CancelledError) as stopping:
             follow = (

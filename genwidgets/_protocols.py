@@ -109,6 +109,7 @@ class ClientLike(Protocol):
         on_sent: Callable[[int, Any], object] | None = None,
         hold: Callable[[], bool] | None = None,
         tags: Sequence[str | None] | None = None,
+        on_answer: Callable[[int, Any], object] | None = None,
     ) -> Sequence[JobLike | Exception]: ...  # the one batch sender (grids, sweeps)
 
     def submit(

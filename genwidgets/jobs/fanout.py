@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import logging
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,6 +24,7 @@ from .engine import Engine, wait_future, wait_through_interrupts
 __all__ = ["MAX_CONCURRENCY", "Leaving", "run_each", "valid_concurrency"]
 
 T = TypeVar("T")
+log = logging.getLogger("genwidgets")
 
 #: what a create held back by ``hold()`` says (nothing was sent)
 HELD_BACK = "held back by its batch before it was sent: nothing was sent"
@@ -98,6 +100,7 @@ async def _run_all(
     in_flight: set[int],
     grace: float = 0.0,
     halt: threading.Event | None = None,
+    on_answer: Callable[[int, T | Exception], object] | None = None,
 ) -> None:
     """Every work under one semaphore; on a stop, what waits (its turn, or in the work:
     it has not said :meth:`Leaving.leave`) never leaves, what is on the wire
@@ -111,9 +114,19 @@ async def _run_all(
             if hold is not None and hold():  # asked before each create leaves, not after
                 raise Unreachable(HELD_BACK)
             try:
-                return await works[index](Leaving(index, stop, in_flight, halt))
+                outcome: T | Exception = await works[index](Leaving(index, stop, in_flight, halt))
+            except Exception as exc:
+                outcome = exc
             finally:
                 in_flight.discard(index)
+            if on_answer is not None:  # before its slot goes to the next: hold() sees it
+                try:
+                    on_answer(index, outcome)
+                except Exception:  # never the create's outcome (a task made is kept)
+                    log.exception("genwidgets: a batch's on_answer failed")
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
 
     def settled(index: int, task: asyncio.Task[T]) -> None:
         if not task.cancelled():
@@ -164,6 +177,7 @@ def run_each(
     hold: Callable[[], bool] | None = None,
     answer_grace: float = 0.0,
     halt: threading.Event | None = None,
+    on_answer: Callable[[int, T | Exception], object] | None = None,
 ) -> list[T | Exception]:
     """Run every ``works[i](leaving)`` on the engine, at most ``concurrency`` at a time,
     and return their values (or the exceptions they raised) in order; each says
@@ -177,6 +191,9 @@ def run_each(
     nothing (a create writes its intent as it leaves). ``hold()``, asked on the
     engine as each work takes its slot, holds back the rest (each ``Unreachable``: nothing sent)
     while works in flight answer: a paused batch stops before its next create.
+    ``on_answer(i, outcome)`` runs on the engine as each work ends, before its slot goes
+    to the next, so a ``hold()`` reading what it counted holds that very next one (a
+    batch's breaker: docs/decisions.md#circuit-breaker).
     ``halt``, set from another thread (an AsyncClient's caller cancelled), stops the batch
     as an interrupt does: from the moment it is set no work leaves (:meth:`Leaving.leave`
     reads it) and ``on_each`` is not called, but what is on the wire answers, never cut
@@ -204,6 +221,7 @@ def run_each(
             in_flight=in_flight,
             grace=answer_grace,
             halt=halt,
+            on_answer=on_answer,
         )
     )
     outcomes: dict[int, T | Exception] = {}

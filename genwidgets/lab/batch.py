@@ -165,6 +165,10 @@ class Batch:
     _sending_since: float | None = None
     _sender: Work | None = None
     _finisher: Work | None = None
+    #: a sender runs and has not yet decided to end (set and cleared under the lock)
+    _sender_on = False
+    #: rows were asked to be sent while it ran: it looks for them again before it ends
+    _send_again = False
 
     def __init__(
         self,
@@ -186,8 +190,18 @@ class Batch:
         self.paused: str | None = None
         #: set: no create leaves (a pause, a cancel, an interrupt)
         self.stop = threading.Event()
-        #: creates failing in a row in a way that may have billed: the breaker's count
+        #: creates failing in a row (in the order they left) in a way that may have
+        #: billed: the breaker's count, kept on the engine as each create answers
+        #: (:meth:`_count_answer`)
         self.failing = 0
+        #: the failure that brought ``failing`` to :data:`BREAKER_AFTER` (its pause's words)
+        self.tripped_by: Exception | None = None
+        #: creates given to ``send_many`` so far: each one's place in the order they left
+        self._places = 0
+        #: the places of the failures counted (each: whether it may have billed), and of
+        #: the last create that made its task
+        self._failed_at: dict[int, bool] = {}
+        self._made_at = -1
         self.plan = plan  # type: ignore[assignment]  # a grid's in a GridRun
         self.client = client
         self.id = batch_id
@@ -317,6 +331,11 @@ class Batch:
                 with self.lock:
                     self._pending[:0] = pending
                 raise
+            refused = {id(u) for u in stale}
+            with self.lock:  # as the store holds them now: another's later change shows
+                for change in pending:
+                    if id(change) not in refused:
+                        self.rows[change.index].synced = change.state
             if stale:
                 self.reread_stale(stale)
             with self.lock:
@@ -344,9 +363,12 @@ class Batch:
 
     def write_all(self, *, force: bool = True) -> None:
         """The store, then the manifest's table, as every row stands now (a row another
-        process holds, as the store has it now: never from this process's older view)."""
+        process holds, as the store has it now: never from this process's older view;
+        ``force``, a last write: every row another process changed since, too)."""
         self.flush()
         self.reread_elsewhere()
+        if force:
+            self.reread_touched()
         with self.lock:
             records = [r.record(self.out) for r in self.rows]
         self.manifest.table(records, force=force)
@@ -371,7 +393,8 @@ class Batch:
             rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
         )
         if taken is not None:
-            raise id_taken(self.id, taken, description)
+            differing = self.store.row_differing(self.id, [r.planned for r in self.rows])
+            raise id_taken(self.id, taken, description, differing)
         self.stored = True
 
     def changed(self) -> None:
@@ -407,7 +430,8 @@ class Batch:
         self.stopped = None
         self.cancelled = False
         self.paused = None
-        self.failing = 0
+        self.failing, self.tripped_by = 0, None
+        self._failed_at = {}
         self.stop.clear()
 
     def cancel_created(self, rows: Iterable[BatchRow]) -> int:
@@ -455,6 +479,7 @@ class Batch:
                 for index, attempt in reserved.taken:
                     row = by_index[index]
                     row.state, row.attempt, row.reserved_at = SENDING, attempt, time.time()
+                    row.synced = SENDING
                 if reserved.capped:
                     shown = ", ".join(
                         f"{self.spent.get(k, 0):g} of {v:g} {k}" for k, v in caps.items()
@@ -467,8 +492,9 @@ class Batch:
                         self.show_as_stored(by_index[index], stored.get(index))
             if reserved.taken:
                 self._send([by_index[i] for i, _ in reserved.taken])
-            if self.paused is not None:  # the chunk's late answers are counted in it
-                with self.lock:
+            with self.lock:
+                self._heed_breaker()  # counted on the engine, whatever this thread heard
+                if self.paused is not None:  # the chunk's late answers are counted in it
                     self.say_paused()
             self.dirty = True  # the finisher writes the store and tells the views
             if reserved.capped:
@@ -498,13 +524,19 @@ class Batch:
             answered.add(i)
             self._sent(ready[i][0], outcome)
 
+        first, self._places = self._places, self._places + len(ready)
+
+        def on_answer(i: int, outcome: Any) -> None:  # on the engine
+            self._count_answer(first + i, outcome)
+
         try:
             self.client.send_many(
                 [prepared for _, prepared in ready],
                 concurrency=self.concurrency,
                 on_sent=on_sent,
-                hold=self.stop.is_set,
+                hold=self._held,
                 tags=[self.tag(row) for row, _ in ready],
+                on_answer=on_answer,
             )
         finally:
             missing = [row for i, (row, _) in enumerate(ready) if i not in answered]
@@ -515,8 +547,61 @@ class Batch:
         if self.cancelled:  # cancelled while this chunk was in flight
             self.cancel_created(r for r in rows if not r.user_cancelled)
 
+    def _held(self) -> bool:
+        """``send_many``'s ``hold``, asked on the engine as each create takes its slot: a
+        stop, or the breaker's count at its threshold (counted there, so the create after
+        the fifth failure is held, however late this thread hears the answers)."""
+        return self.stop.is_set() or self.failing >= BREAKER_AFTER
+
+    def _count_answer(self, place: int, outcome: Any) -> None:
+        """The breaker's count, on the engine as each create answers and before its slot
+        goes to the next (docs/decisions.md#circuit-breaker), in the order the creates
+        left (``place``): a task made ends the run of the failures that left before it (a
+        create sent earlier that made its task says nothing of those sent since); a 5xx, a
+        lost answer or no contact adds to it (the gateway is in trouble, so the next
+        create may bill for nothing too); a refusal (the row's own) or a create held back
+        neither. At the threshold it holds until asked to go on (``go_on``)."""
+        if self.failing >= BREAKER_AFTER:
+            return
+        if not isinstance(outcome, Exception):
+            self._made_at = max(self._made_at, place)
+            self._failed_at = {p: b for p, b in self._failed_at.items() if p > place}
+        elif (
+            place > self._made_at
+            and not (isinstance(outcome, Unreachable) and self.stop.is_set())
+            and (
+                not created_nothing(outcome)
+                or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable))
+            )
+        ):
+            self._failed_at[place] = not created_nothing(outcome)
+            if len(self._failed_at) >= BREAKER_AFTER:
+                self.tripped_by = outcome.with_traceback(None)
+        self.failing = len(self._failed_at)
+
+    def _heed_breaker(self) -> None:
+        """Pause once the engine's count reached the threshold (under the lock), in words
+        saying what the rows say: creates that could not reach the gateway made nothing,
+        those that may have billed are said so, and the failure that reached it."""
+        last = self.tripped_by
+        if self.failing < BREAKER_AFTER or last is None:
+            return
+        billed = sum(self._failed_at.values())
+        shown = f"{type(last).__name__}: {last}"
+        if not billed:
+            how = f"could not reach the gateway (nothing was made; the last: {shown})"
+        elif billed == self.failing:
+            how = f"failed in a way that may have billed (the last: {shown})"
+        else:
+            how = (
+                f"failed: {billed} in a way that may have billed, the others could not "
+                f"reach the gateway (nothing made; the last: {shown})"
+            )
+        self.pause(f"{self.failing} creates in a row {how}")
+
     def _sent(self, row: BatchRow, outcome: Any) -> None:
         with self.lock:
+            self._heed_breaker()  # first: the creates it held back are seen as held
             if isinstance(outcome, Exception):
                 # held back (nothing sent) while the batch stops or pauses: it waits again
                 held = isinstance(outcome, Unreachable) and self.stop.is_set()
@@ -527,15 +612,6 @@ class Batch:
                     self.update(row, WAITING, release=True)  # nothing made: it goes again
                     return
                 nothing = created_nothing(outcome)  # its units go back; else it may have billed
-                # the breaker counts a 5xx, no answer, no contact: the gateway is in trouble,
-                # so the next create may bill for nothing too (a refusal is the row's own)
-                if not nothing or isinstance(outcome, (OutcomeUnknown, ServerError, Unreachable)):
-                    self.failing += 1
-                    if self.failing >= BREAKER_AFTER:
-                        self.pause(
-                            f"{self.failing} creates in a row failed in a way that may have "
-                            f"billed (the last: {type(outcome).__name__}: {outcome})"
-                        )
                 # kept for a sweep's card; its traceback let go (it holds the sender's frames)
                 row.exception = outcome.with_traceback(None)
                 why = not_sent_for(outcome) if nothing else None
@@ -553,7 +629,6 @@ class Batch:
                 if not isinstance(outcome, Unreachable):  # the breaker counts lost contact
                     self.pause(f"a create was not sent: {why} ({outcome})")
                 return
-            self.failing = 0  # a task made ends the breaker's run
             row.error = row.exception = None  # a reason it waited is past
             self.attach(row, outcome)
             self.update(row, CREATED)
@@ -902,6 +977,35 @@ class Batch:
                 else:
                     self.show_as_stored(row, record)
 
+    def reread_touched(self) -> None:
+        """Rows another process changed in the store since this one last wrote or read
+        them (retried there: a later attempt; resumed there: its files written, its task
+        re-attached and ended), taken as the store has them now, so the process ending
+        last writes its manifest and says its rows as the store holds them, never from
+        its older view ("failed" for a row done there). One whose writer lives is held as
+        that process's (:meth:`show_as_stored`); a row with a change of this process
+        still queued is this process's."""
+        stored = self.store.rows(self.id)
+        tables = self.store.tables
+        others = tables.alive_owners() - {tables.owner} if stored else set()
+        with self.lock:
+            queued = {u.index for u in self._pending}
+            for record in stored:
+                row = self.rows[record.index]
+                if row.elsewhere or row.index in queued or record.attempt < row.attempt:
+                    continue
+                newer = record.attempt > row.attempt
+                if not newer and record.state in (row.synced, row.state):
+                    continue
+                if newer:  # the older attempt's task is not this row's
+                    row.job, row.follow_at = None, None
+                row.attempt, row.reserved_at = record.attempt, record.reserved_at
+                if record.owner in others:
+                    self.show_as_stored(row, record)
+                else:
+                    self.as_stored(row, record)
+                self.dirty = True
+
     def reread_stale(self, refused: Sequence[RowUpdate]) -> None:
         """Rows whose changes the store refused for a later attempt (another process
         reserved them since the attempt each change was learnt of), read again: held as
@@ -927,6 +1031,7 @@ class Batch:
         """A row as its record says: state, request id, error, files (in its run's folder;
         a grid has none)."""
         row.state, row.request_id, row.error = record.state, record.request_id, record.error
+        row.synced = record.state
         row.files = [self.out / name for name in record.files] if self.out is not None else []
 
     def restore(self) -> None:
@@ -992,9 +1097,9 @@ class Batch:
 
     @property
     def sending(self) -> bool:
-        """Whether its sender runs: rows are being reserved and created."""
-        sender = self._sender
-        return sender is not None and sender.alive()
+        """Whether its sender runs: rows are being reserved and created (until it has
+        decided, under the lock, that nothing more is asked of it)."""
+        return self._sender_on
 
     def submit(self) -> Self:
         """Send what waits: the plan's confirmation, or going on once sending stopped
@@ -1057,12 +1162,19 @@ class Batch:
         self.flush_when_it_can()
         self._ensure_finisher()
 
-    def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> Self:
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: Mode | None = None,
+        words: Callable[[str], str] | None = None,
+    ) -> Self:
         """Block until every row has ended (or, stopped at the budget's cap or by a
         cancel, every sent row). ``TimeoutError`` after ``timeout`` seconds; failed rows
         do not raise. ``progress``: a tqdm bar on a terminal, quiet lines otherwise,
         nothing in a notebook (``"bar"``, ``"lines"``, ``"none"`` choose; a grid's
-        default is ``"none"``)."""
+        default is ``"none"``); ``words`` rewrites each line's advice (the command's
+        flags for ``batch.submit()``)."""
         if not self.started:
             raise RuntimeError(
                 f"{self.noun} {self.id} was not sent (it needs confirmation): call "
@@ -1071,7 +1183,7 @@ class Batch:
         deadline = None if timeout is None else time.monotonic() + timeout
         face: Progress | None = None
         try:
-            face = Progress(len(self.rows), mode=progress or self.wait_progress)
+            face = Progress(len(self.rows), mode=progress or self.wait_progress, words=words)
             while not self.finished:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -1081,13 +1193,13 @@ class Batch:
                     )
                 self.settled.wait(TICK if remaining is None else min(TICK, remaining))
                 face.show(self.snapshot())
+            self._final_write()  # the store and both manifests say what wait() saw
         except KeyboardInterrupt:
             self.interrupt()
             raise
         finally:
-            if face is not None:
+            if face is not None:  # its last line after the last write: as the store says
                 face.close(self.snapshot())
-        self._final_write()  # the store and both manifests say what wait() saw
         return self
 
     def cancel(self) -> int:
@@ -1283,8 +1395,12 @@ class Batch:
         with self.lock:
             if self._sending_since is None:
                 self._sending_since = time.monotonic()
-            if self.waiting() and not self.stop.is_set() and not self.sending:
-                self._sender = RUNS.submit(self._guarded_sender)
+            if self.waiting() and not self.stop.is_set():
+                if self._sender_on:  # it may be past its last look: it looks again
+                    self._send_again = True
+                else:
+                    self._sender_on, self._send_again = True, False
+                    self._sender = RUNS.submit(self._guarded_sender)
             self._ensure_finisher()
 
     def _ensure_finisher(self) -> None:
@@ -1305,7 +1421,26 @@ class Batch:
 
     def _guarded_sender(self) -> None:
         """The sender: an error pauses the batch with its words (rows reserved and not
-        answered are settled as a resume would), never a silent end."""
+        answered are settled as a resume would), never a silent end. It ends only once,
+        under the lock, nothing was asked of it since its last look (``_send_again``,
+        set by :meth:`_run`): rows retried as it ended were left waiting with no sender,
+        and ``wait()`` never ended (review-20)."""
+        done = False
+        try:
+            while not done:
+                self._send_guarded()
+                with self.lock:
+                    done = not self._send_again
+                    self._send_again = False
+                    if done:
+                        self._sender_on = False
+        finally:
+            if not done:  # left by a BaseException: no sender runs
+                with self.lock:
+                    self._sender_on = False
+        self._ensure_finisher()
+
+    def _send_guarded(self) -> None:
         try:
             self.send_all()
         except Exception as exc:
@@ -1316,7 +1451,6 @@ class Batch:
             with contextlib.suppress(Exception):
                 if stuck:
                     self.reconcile(stuck)
-        self._ensure_finisher()
 
     def interrupt(self) -> None:
         """Ctrl-C in :meth:`wait`: stop creating, let the chunk in flight answer, keep

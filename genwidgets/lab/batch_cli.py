@@ -414,7 +414,7 @@ def run_batch(
         if retried:
             batch.retry_failed()
         try:
-            batch.wait(progress="none" if args.json else "auto")
+            batch.wait(progress="none" if args.json else "auto", words=command_words)
         except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM, a reader gone: which, said
             why = str(stop) or "interrupted"
             if not args.json:

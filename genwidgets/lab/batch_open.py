@@ -113,7 +113,8 @@ def open_batch(
     store = store_for(chosen, BatchStore)
     stored = store.summary(batch_id)
     if stored is not None and stored.digest != plan.digest:
-        raise id_taken(batch_id, stored.description, plan.describe())
+        differing = store.row_differing(batch_id, plan.rows)
+        raise id_taken(batch_id, stored.description, plan.describe(), differing)
     if stored is not None and normal_base_url(stored.gateway) != chosen.gateway_name:
         back = (  # its tasks are that gateway's: another would make them again
             "unset GENWIDGETS_BASE_URL and GENWIDGETS_API_KEY to resume it there"

@@ -90,6 +90,9 @@ class BatchRow:
     follow_at: float | None = None
     #: held by another live process sending the batch: shown here, never changed here
     elsewhere: bool = False
+    #: the state the store held when this process last wrote or read the row: a stored
+    #: state unlike it was written by another process (``Batch.reread_touched``)
+    synced: str | None = None
 
     index = property(lambda self: self.planned.index)
     #: its own name: a DataFrame's index label, else its position (``index``)

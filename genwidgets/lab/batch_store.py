@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._config import normal_base_url, redact, shown_path
 from ..catalog.checks import shown
 from ..errors import LedgerError, PayloadError
-from ..jobs.ledger import Ledger
+from ..jobs.ledger import Ledger, scrub_payload
 from ..jobs.ledger.writer import is_busy
 from .budget import over_cap
 from .problems import problem
 
 if TYPE_CHECKING:
     from .._protocols import ClientLike
+    from .batch_plan import PlannedRow
 
 __all__ = [
     "CANCELLED",
@@ -192,31 +193,41 @@ Tables = Ledger | SessionTables
 _MISSING = ("no such table", "no such column", "has no column named")
 
 
-def what_differs(stored: Mapping[str, Any], planned: Mapping[str, Any]) -> str:
+def what_differs(
+    stored: Mapping[str, Any], planned: Mapping[str, Any], row: str | None = None
+) -> str:
     """In words, how a plan differs from the one stored under its id (two
-    ``BatchPlan.describe()``): the endpoint, template, file names, columns or rows."""
+    ``BatchPlan.describe()``): the endpoint, template, file names, columns, the rows'
+    source (its file) or the rows; ``row``, the first row whose contents differ
+    (:meth:`BatchStore.row_differing`), named when nothing else says why."""
     said = []
     for key, name in (
         ("endpoint", "the endpoint"),
         ("template", "the template"),
         ("filenames", "the file names"),
         ("columns", "the columns"),
+        ("source", "the rows' source"),
     ):
         if stored.get(key) != planned.get(key):
             said.append(f"{name} ({stored.get(key)!r} then, {planned.get(key)!r} now)")
     if stored.get("tasks") != planned.get("tasks"):
         said.append(f"the rows ({stored.get('tasks')} then, {planned.get('tasks')} now)")
+    elif row is not None and not any(s.startswith(("the template", "the endpoint")) for s in said):
+        said.append(f"the rows' contents ({row})")
     elif not said:
         said.append(f"the rows' contents ({planned.get('tasks')} rows, not the same values)")
     return ", ".join(said)
 
 
-def id_taken(batch_id: str, stored: dict[str, Any], planned: dict[str, Any]) -> PayloadError:
-    """The refusal of a plan whose id names another batch's contents."""
+def id_taken(
+    batch_id: str, stored: dict[str, Any], planned: dict[str, Any], row: str | None = None
+) -> PayloadError:
+    """The refusal of a plan whose id names another batch's contents (``row``: the first
+    row that differs, :meth:`BatchStore.row_differing`)."""
     return problem(
         "id",
         f"batch {batch_id!r} was planned with other contents: "
-        f"{what_differs(stored, planned)}. Give another id= (or none: one is "
+        f"{what_differs(stored, planned, row)}. Give another id= (or none: one is "
         "derived from the rows), or the same rows and template to resume it",
     )
 
@@ -437,6 +448,21 @@ class BatchStore:
             where += f" AND gateway IN ({', '.join('?' * len(names))})"
             params += names
         return self._read(f"{sql}{where} ORDER BY created_at DESC, rowid DESC", tuple(params))
+
+    def row_differing(self, batch_id: str, planned: Sequence[PlannedRow]) -> str | None:
+        """The first planned row whose payload differs from the one stored under the
+        batch's row of its index, in words: "row 2 (line 4): prompt 'a heron 2' then,
+        'a crane 2' now"; None when none does (a refused id's words)."""
+        then = {r.index: r.payload for r in self.rows(batch_id)}
+        for row in planned:
+            old, now = then.get(row.index), json.loads(json.dumps(scrub_payload(row.payload)))
+            if old is None or old == now:
+                continue
+            where = f"row {row.index}" + (f" (line {row.line})" if row.line is not None else "")
+            for key in [*now, *(k for k in old if k not in now)]:
+                if old.get(key) != now.get(key):
+                    return f"{where}: {key} {shown(old.get(key))} then, {shown(now.get(key))} now"
+        return None
 
     def rows(self, batch_id: str, only: Collection[int] | None = None) -> list[RowRecord]:
         """The stored rows of a batch (``only`` those indices), in order."""

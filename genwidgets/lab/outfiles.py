@@ -34,7 +34,9 @@ def check_out(out: Path, batch_id: str, *, known: bool = True, make: bool = True
     another batch's manifest is refused (its names would clash), and so is one holding
     rows of this batch already sent when the store does not ``know`` the batch: another
     ledger (``GENWIDGETS_HOME``) sent them, and sending them again pays twice. With
-    ``make`` false a missing folder is left missing (checked again once confirmed)."""
+    ``make`` false a missing folder is left missing (checked again once confirmed). A
+    stored batch (``known``) that cannot write there is told to make it writable: it
+    writes into no other folder, and another id would create every row again."""
     if not make and not out.exists():
         return  # no manifest there to refuse; made and proved writable once confirmed
     try:
@@ -43,6 +45,13 @@ def check_out(out: Path, batch_id: str, *, known: bool = True, make: bool = True
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
+        if known:  # its files go there only: another folder is refused as not its own
+            raise problem(
+                "out",
+                f"batch {batch_id!r} writes its files into {out}, which cannot be written "
+                f"now ({exc.strerror or exc}): make it writable (or free space there) and "
+                "run the batch again; nothing was sent",
+            ) from None
         raise problem(
             "out",
             f"cannot write into {out}: {exc.strerror or exc}; give out= a folder you can write",

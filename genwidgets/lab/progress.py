@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -76,6 +77,12 @@ class Snapshot:
     def ended(self) -> int:
         return self.count(*ENDED_STATUSES)
 
+    @property
+    def held(self) -> int:
+        """Rows waiting that nothing sends now (paused or stopped: a cap, a cancel, an
+        interrupt, a run re-opened), said "waiting (not sent)" by the line, not queued."""
+        return self.count("waiting") if self.paused or self.stopped else 0
+
     def spent_text(self) -> str:
         """``spent 8 video_seconds (24 reserved)``: per kind, what the rows done bill
         (spent) and what the rows sent hold from the budget (reserved), money in
@@ -103,7 +110,8 @@ class Snapshot:
             *((status, self.count(status)) for status in ENDED_STATUSES[1:]),
             ("contact lost (following again)", self.count("contact lost")),
             ("running", self.count("running")),
-            ("queued", self.queued),
+            ("queued", self.queued - self.held),
+            ("waiting (not sent)", self.held),
         ):
             if n:
                 parts.append(f"{n} {word}")
@@ -134,8 +142,17 @@ def progress_mode(stream: Any) -> Literal["bar", "lines", "none"]:
 class Progress:
     """One wait's progress face (see the module docstring)."""
 
-    def __init__(self, total: int, *, mode: Mode = "auto", stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        *,
+        mode: Mode = "auto",
+        stream: TextIO | None = None,
+        words: Callable[[str], str] | None = None,
+    ) -> None:
         self.stream = stream if stream is not None else sys.stdout
+        #: how its lines' advice is said (the command's flags: ``batch_cli.command_words``)
+        self.words = words
         self.mode = progress_mode(self.stream) if mode == "auto" else mode
         self._bar: Any = None
         self._last_line = 0.0
@@ -152,7 +169,7 @@ class Progress:
             postfix = {
                 "failed": snap.failed,
                 "running": snap.count("running"),
-                "queued": snap.queued,
+                "queued": snap.queued - snap.held,
             }
             spent = snap.spent_text()
             if spent:
@@ -175,6 +192,8 @@ class Progress:
             self._print(snap.line())
 
     def _print(self, text: str) -> None:
+        if self.words is not None:
+            text = self.words(text)
         if text != self._last_text:  # a batch's id may come from a file's name
             print(terminal_text(text), file=self.stream, flush=True)
             self._last_text = text

@@ -38,6 +38,8 @@ from .plan import AXES, GridPlan, PlannedCell
 from .progress import Mode
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .._protocols import ClientLike
     from .batch_row import BatchRow
 
@@ -297,7 +299,13 @@ class GridRun(Batch):
             self.changed()  # the views hear that every create answered, before it returns
         return self
 
-    def wait(self, timeout: float | None = None, *, progress: Mode | None = None) -> GridRun:
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: Mode | None = None,
+        words: Callable[[str], str] | None = None,
+    ) -> GridRun:
         """:meth:`Batch.wait`, the cells another kernel is sending waited for too: read
         again from the store until it has sent them (each then followed here) or is gone."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -309,7 +317,7 @@ class GridRun(Batch):
                 )
             time.sleep(TICK)
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        super().wait(remaining, progress=progress)
+        super().wait(remaining, progress=progress, words=words)
         return self
 
     def show_as_stored(self, row: BatchRow, record: RowRecord | None) -> None:

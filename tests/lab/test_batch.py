@@ -1372,3 +1372,118 @@ def test_the_rows_done_are_what_the_batch_spent(client: gw.Client, tmp_path: Pat
     snap = batch.wait(timeout=120, progress="none").snapshot()
     assert snap.billed == {"tasks": 2.0, "images": 2.0} == snap.spent
     assert snap.line() == f"batch {batch.id}: 2 of 2 done; spent 2 images"
+
+
+class Steered(httpx.AsyncHTTPTransport):
+    """A client's way to the simulator that steers a create by its prompt: "FAIL" makes
+    its task fail, "SLOW" makes it run for ten simulated minutes."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and b'"prompt"' in request.content:
+            if b"FAIL" in request.content:
+                request.headers["X-Sim-Fault"] = "fail"
+            if b"SLOW" in request.content:
+                request.headers["X-Sim-Duration"] = "600"
+        return await super().handle_async_request(request)
+
+
+def test_the_process_ending_last_writes_what_the_store_holds_of_rows_another_retried(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two copies of one batch: the first's rows 0 and 1 fail while it follows a slow row;
+    the second retries them (failed, not held) and they end done there. The first ends
+    last: its manifest.csv and its rows say what the store says, done, never its older
+    view "failed" with "sends it again: a new create, billed" (review-20 fault 2)."""
+    path = home / "ledger.sqlite3"
+    home.mkdir(parents=True, exist_ok=True)
+    texts = ["FAIL a heron", "FAIL a crane", "SLOW an ibis", "a stork"]
+    rows = [{"text": t, "seed": str(i + 1)} for i, t in enumerate(texts)]
+    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "shared"}
+    first_client = gw.Client(sim.base_url, KEY, ledger=Ledger(path), transport=Steered())
+    try:
+        first = open_and_send(T2I, rows, TEMPLATE, client=first_client, **kwargs)
+        stored = BatchStore(path)
+        try:
+            assert wait_for(
+                lambda: [r.state for r in stored.rows("shared")][:2] == ["failed"] * 2,
+                timeout=120,
+            )
+        finally:
+            stored.close()
+        assert not first.finished  # it still follows the slow row
+        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+        with gw.Client(sim.base_url, KEY, ledger=Ledger(path)) as other:
+            second = open_and_send(T2I, rows, TEMPLATE, client=other, **kwargs)
+            assert second.retry_failed() == 2
+            second.wait(timeout=120, progress="none")
+            assert [r.status for r in second.rows][:2] == ["done"] * 2
+        assert first.cancel() == 1  # the slow row: the first process ends last
+        first.wait(timeout=120, progress="none")
+        said = {r.index: r.status for r in first.rows}
+        assert said == {0: "done", 1: "done", 2: "cancelled", 3: "done"}
+        assert all(p.exists() for r in first.rows[:2] for p in r.files)
+        with open(tmp_path / "o" / "manifest.csv", encoding="utf-8", newline="") as fh:
+            table = {int(r["row"]): r["status"] for r in csv.DictReader(fh)}
+        assert table == said
+        assert {r.index: r.state for r in first.store.rows("shared")} == said
+    finally:
+        first_client.close()
+
+
+def test_rows_retried_as_the_sender_ends_are_sent_by_it_never_left_without_a_sender(
+    home: Path, sim: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``retry_failed()`` (the command's ``--retry-failed``) while the sender has found
+    nothing more to send and is ending: the sender was still alive, so no new one was
+    started, and it ended without the retried row: waiting with no sender, ``wait()``
+    never ended (review-20, "by reading only"). The interleaving is forced: the sender
+    is held just past its last look for rows until the retry has been asked."""
+    configure(sim, fail_rate=1.0)
+    with gw.Client(sim.base_url, KEY) as client:
+        batch = open_and_send(
+            T2I, prompts(1), TEMPLATE, client=client, out=tmp_path / "o", confirm_above=0
+        )
+        assert not batch.started  # waits for submit(): its sender can be held first
+        ending, go_on = threading.Event(), threading.Event()
+        send_all = batch.send_all
+
+        def held_as_it_ends() -> None:
+            send_all()
+            ending.set()  # nothing more to send: the sender is ending
+            assert go_on.wait(60)
+
+        monkeypatch.setattr(batch, "send_all", held_as_it_ends)
+        batch.submit()
+        try:
+            assert ending.wait(60)
+            assert wait_for(  # failed, and stored so: retry_failed() sends it
+                lambda: [r.state for r in batch.store.rows(batch.id)] == ["failed"], timeout=60
+            )
+            configure(sim, fail_rate=0.0)
+            assert batch.retry_failed() == 1
+        finally:
+            go_on.set()
+        batch.wait(timeout=60, progress="none")
+        assert [r.status for r in batch.rows] == ["done"]
+    assert sim_stats(sim)["created"] == 2  # failed, then done
+
+
+def test_one_id_with_other_rows_is_refused_naming_the_rows_file_and_the_row_that_differs(
+    client: gw.Client, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    """The refusal says what differs: the rows file the id was planned from, and the
+    first row whose contents differ with its line and values, not "3 rows, not the same
+    values" (review-20 fault 6). Nothing is sent by the refused plan."""
+    herons, cranes = tmp_path / "herons.csv", tmp_path / "cranes.csv"
+    herons.write_text("text,seed\n" + "".join(f"a heron {i},{i + 1}\n" for i in range(3)))
+    cranes.write_text("text,seed\na heron 0,1\na heron 1,2\na crane 2,3\n")
+    kwargs: dict[str, Any] = {"client": client, "out": tmp_path / "o", "id": "shared"}
+    gw.batch(T2I, herons, TEMPLATE, **kwargs).wait(60, progress="none")
+    with pytest.raises(gw.PayloadError) as refused:
+        gw.batch(T2I, cranes, TEMPLATE, **kwargs)
+    said = str(refused.value)
+    assert "the rows' source ('herons.csv' then, 'cranes.csv' now)" in said, said
+    assert (
+        "row 2 (line 4): prompt 'a heron 2, watercolor' then, 'a crane 2, watercolor' now" in said
+    )
+    assert sim_stats(sim)["created"] == 3

@@ -424,3 +424,104 @@ def test_retry_failed_with_nothing_failed_leaves_a_pause_as_it_is(
         assert batch.retry_failed() == 0
         assert batch.paused and batch.finished  # still paused: nothing waits on a sender
         batch.wait(timeout=30, progress="none")
+
+
+class FailsAfter(httpx.AsyncHTTPTransport):
+    """A client's way to a simulator through which every create after the first
+    ``first`` is answered 500 at once (not forwarded: nothing made, yet each may have
+    billed at a real gateway): a bad day starting mid-batch, its first 500s answered
+    before the tasks made just before them. ``refused`` counts the 500s."""
+
+    def __init__(self, first: int) -> None:
+        super().__init__()
+        self.first, self.creates, self.refused = first, 0, 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and not request.url.path.startswith("/_sim"):
+            self.creates += 1  # on the engine's one loop: no lock needed
+            if self.creates > self.first:
+                self.refused += 1
+                return httpx.Response(500, json={"detail": "Runtime execution failed"})
+        return await super().handle_async_request(request)
+
+
+def answers_heard_late(client: gw.Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch's sender thread hears a chunk's answers only once the whole chunk has
+    answered, as a sender starved of the CPU on a busy machine does: the engine meanwhile
+    gives every freed slot to the next create."""
+    real = client.send_many
+
+    def send_many(prepared: Any, *, on_sent: Any, **kwargs: Any) -> Any:
+        heard: list[tuple[int, Any]] = []
+        try:
+            return real(prepared, on_sent=lambda i, o: heard.append((i, o)), **kwargs)
+        finally:
+            for index, outcome in heard:
+                on_sent(index, outcome)
+
+    monkeypatch.setattr(client, "send_many", send_many)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("concurrency", "first"), [(4, 5), (5, 0), (8, 0)])
+def test_the_breaker_holds_every_create_after_the_fifth_failure_however_late_the_sender(
+    home: Path,
+    make_simulator: Callable[..., SimulatorServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    concurrency: int,
+    first: int,
+) -> None:
+    """docs/decisions.md#circuit-breaker: at most five creates in a row that may have
+    billed, plus those already in flight as the fifth answered (at most concurrency - 1),
+    however late the sender thread hears the answers: the count is kept where creates
+    leave, in the order they left. (4, 5): three failures end one chunk (answered before
+    the tasks made ahead of them), and the next chunk's eight would all leave; (5, 0) and
+    (8, 0): a whole chunk would leave before the sender counted one."""
+    from genwidgets.lab.batch import BREAKER_AFTER
+
+    sim = make_simulator()
+    gateway = FailsAfter(first)
+    with gw.Client(sim.base_url, KEY, transport=gateway) as client:
+        answers_heard_late(client, monkeypatch)
+        batch = gw.batch(
+            T2I,
+            rows(24),
+            TEMPLATE,
+            out=tmp_path / "o",
+            client=client,
+            concurrency=concurrency,
+            confirm_above=100,
+        )
+        batch.wait(timeout=120, progress="none")
+    assert BREAKER_AFTER <= gateway.refused <= BREAKER_AFTER + concurrency - 1
+    assert batch.paused and "5 creates in a row" in (batch.stopped or "")
+    assert sum(r.status == "unknown" for r in batch.rows) == gateway.refused
+    assert sum(r.status == "done" for r in batch.rows) == first
+    assert sum(r.status == "waiting" for r in batch.rows) == 24 - first - gateway.refused
+    agree(batch)
+
+
+def test_a_pause_for_creates_that_could_not_reach_the_gateway_says_nothing_was_made(
+    home: Path, make_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    """Every create refused at the connection (nothing listens): the rows wait, "nothing
+    was made", and the pause says so too, never "failed in a way that may have billed"
+    (review-20 fault 4); a 500 keeps those words (the breaker's test above)."""
+    sim = make_simulator()
+    outage = Outage(urlsplit(sim.base_url).port or 0)
+    try:
+        outage.down()
+        with gw.Client(outage.base_url, KEY, max_retries=0) as client:
+            batch = gw.batch(
+                T2I, rows(8), TEMPLATE, out=tmp_path / "o", client=client, confirm_above=100
+            )
+            batch.wait(timeout=120, progress="none")
+    finally:
+        outage.close()
+    assert batch.paused and {r.status for r in batch.rows} == {"waiting"}
+    said = batch.stopped or ""
+    assert "5 creates in a row could not reach the gateway (nothing was made" in said, said
+    assert "may have billed" not in said
+    assert "0 row(s) in doubt" in said
+    assert stats(sim)["create"] == 0

@@ -708,6 +708,30 @@ def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
     assert "submit()" not in out
 
 
+def test_the_progress_lines_of_a_paused_batch_use_the_commands_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every line the command prints, its progress lines too, says the command's words,
+    not "batch.submit() (the view's Submit ...)"; and rows a pause keeps from being sent
+    are "waiting (not sent)", not "queued" (review-20 fault 3)."""
+    gateway = LoopbackServer(OneTaskGateway)
+    gateway.close()  # its port refuses from now on
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+    code, out, _ = run(
+        [str(rows_file(tmp_path, 8)), "--endpoint", T2I, "--set", "prompt={text}",
+         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
+    )  # fmt: skip
+    progress = capsys.readouterr().out  # the progress lines go to the process's stdout
+    assert code == 1 and "paused" in out
+    lines = [line for line in progress.splitlines() if line.startswith("batch ")]
+    assert lines, progress
+    assert all("submit()" not in line and "the view's" not in line for line in lines), lines
+    assert "Nothing more is sent until the same command is run again" in lines[-1]
+    assert "8 waiting (not sent)" in lines[-1] and "queued" not in lines[-1], lines[-1]
+
+
 def test_an_out_folder_whose_path_is_not_utf_8_is_refused_not_a_traceback(
     tmp_path: Path,
 ) -> None:

@@ -98,7 +98,7 @@ def test_a_folder_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
     with pytest.raises(PayloadError, match=r"cannot write into .*give out= a folder you can write"):
-        check_out(blocker / "out", "b")
+        check_out(blocker / "out", "b", known=False)  # a new batch: another folder will do
     check_out(tmp_path / "new" / "out", "b")  # made on the way
     assert (tmp_path / "new" / "out").is_dir()
 
@@ -127,3 +127,20 @@ def test_a_file_whose_sidecar_a_crash_cut_short_is_taken_back_when_its_bytes_mat
     Path(f"{first}.json").unlink()
     (other,) = write(tmp_path, outputs(("audio/mpeg", b"ID3 another sound")))
     assert other.name == "00007-a-fox-3~2.mp3" and first.read_bytes() == b"ID3 the same sound"
+
+
+def test_a_stored_batchs_folder_that_cannot_be_written_is_to_be_made_writable_not_changed(
+    tmp_path: Path,
+) -> None:
+    """A stored batch writes only into its own folder: refused there, it was told to give
+    out= a folder it can write, which the next run refused as not its folder (and "another
+    id" would create and bill every row again). It is told to make the folder writable and
+    run the batch again (review-20 fault 5); a new batch may still choose another."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    with pytest.raises(PayloadError) as refused:
+        check_out(blocker / "out", "b", known=True)
+    said = str(refused.value)
+    assert f"batch 'b' writes its files into {blocker / 'out'}" in said, said
+    assert "make it writable (or free space there) and run the batch again" in said
+    assert "another folder" not in said and "a folder you can write" not in said

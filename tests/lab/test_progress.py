@@ -95,3 +95,15 @@ def test_reserved_is_not_called_spent() -> None:
     assert money.spent_text() == (
         "spent 0.08 price units (0.24 reserved), spent 2 images (6 reserved)"
     )
+
+
+def test_rows_a_pause_keeps_back_are_waiting_not_queued_and_lines_take_the_callers_words() -> None:
+    """Paused (or stopped), rows waiting are sent by nothing: "waiting (not sent)", not
+    counted as queued; ``words`` rewrites each printed line's advice (the command's)."""
+    paused = snap(paused=True, stopped="paused: ... until batch.submit()", finished=True)
+    assert "2 running, 1 queued, 2 waiting (not sent);" in paused.line()
+    out = io.StringIO()
+    face = Progress(10, stream=out, words=lambda text: text.replace("batch.submit()", "again"))
+    face.close(paused)
+    assert out.getvalue().rstrip().endswith("paused: ... until again")
+    assert "3 queued" in snap().line()  # sending goes on: waiting rows are queued

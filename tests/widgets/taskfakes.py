@@ -33,9 +33,11 @@ def send_in_turn(
     send: Callable[[Any], Any],
     requests: Sequence[Any],
     on_sent: Callable[[int, Any], object] | None,
+    on_answer: Callable[[int, Any], object] | None = None,
 ) -> list[Any]:
     """``send_many`` of the fakes: each request in order on this thread, a failure
-    returned in its place (the real bound is tested in tests/jobs/test_fanout.py)."""
+    returned in its place, ``on_answer`` told before ``on_sent`` (the real bound is
+    tested in tests/jobs/test_fanout.py)."""
     outcomes: list[Any] = []
     for index, prepared in enumerate(requests):
         try:
@@ -43,6 +45,8 @@ def send_in_turn(
         except Exception as exc:
             outcome = exc
         outcomes.append(outcome)
+        if on_answer is not None:
+            on_answer(index, outcome)
         if on_sent is not None:
             on_sent(index, outcome)
     return outcomes
@@ -109,9 +113,10 @@ class FakeClient:
         on_sent: Callable[[int, Any], object] | None = None,
         hold: Callable[[], bool] | None = None,
         tags: Sequence[str | None] | None = None,
+        on_answer: Callable[[int, Any], object] | None = None,
     ) -> list[Any]:
         self.concurrency_asked.append(concurrency)
-        return send_in_turn(self.send, requests, on_sent)
+        return send_in_turn(self.send, requests, on_sent, on_answer)
 
 
 class FakeJob:
@@ -380,8 +385,9 @@ class ForecastClient:
         on_sent: Any = None,
         hold: Any = None,
         tags: Any = None,
+        on_answer: Any = None,
     ) -> list[Any]:
-        return send_in_turn(self.send, requests, on_sent)
+        return send_in_turn(self.send, requests, on_sent, on_answer)
 
 
 def ask(view: Any, name: str, msg: Any = None) -> Any:

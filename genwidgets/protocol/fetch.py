@@ -267,37 +267,43 @@ class _OriginRule:
             return False
         return not same_origin(request.url, self.origin) and is_internal(peer)
 
-    async def _learn_gateway(self) -> None:
-        """The gateway's class from its host's addresses (any internal one makes it
-        internal: a name for this machine, a class server). Not behind a proxy, where
-        every connection reaches the proxy, whose address then decides."""
+    def _host_to_look_up(self) -> str | None:
+        """The gateway's host name to look up, or None when there is none to: an address
+        is learnt at once, and behind a proxy every connection reaches the proxy, whose
+        address then decides."""
         host = urlsplit(self.origin or "").hostname or ""
         try:
-            found = [ipaddress.ip_address(host).compressed]
+            self._learn([ipaddress.ip_address(host).compressed])
         except ValueError:
-            if urllib.request.getproxies():
-                return
-            try:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, None)
-            except OSError:
-                return  # unknown: the gateway's first connection will tell
-            found = [str(info[4][0]) for info in infos]
-        self.gateway.internal = any(is_internal(address) for address in found)
+            return None if urllib.request.getproxies() else host
+        return None
+
+    def _learn(self, addresses: list[str]) -> None:
+        """The gateway's class from its host's addresses (any internal one makes it
+        internal: a name for this machine, a class server)."""
+        self.gateway.internal = any(is_internal(address) for address in addresses)
+
+    async def _learn_gateway(self) -> None:
+        """The gateway's class, its host name looked up on the loop."""
+        host = self._host_to_look_up()
+        if host is None:
+            return
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+        except OSError:
+            return  # unknown: the gateway's first connection will tell
+        self._learn([str(info[4][0]) for info in infos])
 
     def _learn_gateway_now(self) -> None:
         """:meth:`_learn_gateway` for a blocking fetch (``socket.getaddrinfo``)."""
-        host = urlsplit(self.origin or "").hostname or ""
+        host = self._host_to_look_up()
+        if host is None:
+            return
         try:
-            found = [ipaddress.ip_address(host).compressed]
-        except ValueError:
-            if urllib.request.getproxies():
-                return
-            try:
-                infos = socket.getaddrinfo(host, None)
-            except OSError:
-                return
-            found = [str(info[4][0]) for info in infos]
-        self.gateway.internal = any(is_internal(address) for address in found)
+            infos = socket.getaddrinfo(host, None)
+        except OSError:
+            return
+        self._learn([str(info[4][0]) for info in infos])
 
     def _on_connect_now(self, event: str, info: dict[str, Any], hop: httpx.Request) -> None:
         """:meth:`_on_connect` for a blocking fetch."""

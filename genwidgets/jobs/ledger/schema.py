@@ -257,12 +257,11 @@ def _mask_lab_tables(conn: sqlite3.Connection) -> None:
                     conn.execute("PRAGMA secure_delete = ON")
                 changed = False
                 for rowid, value in found:
-                    text = bytes(value).decode("utf-8", errors="surrogateescape")
-                    masked = hide_userinfo(text)
-                    if masked != text:
+                    masked = _masked(value)
+                    if masked is not None:
                         conn.execute(
                             f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE rowid = ?",
-                            (masked.encode("utf-8", errors="surrogateescape"), rowid),
+                            (masked, rowid),
                         )
                         changed = True
                 if changed:
@@ -273,6 +272,15 @@ def _mask_lab_tables(conn: sqlite3.Connection) -> None:
             if len(found) < MASK_CHUNK:
                 break
             after = found[-1][0]
+
+
+def _masked(value: bytes) -> bytes | None:
+    """A stored value with the userinfo of any address in it hidden, or None when it
+    holds none; read and written as bytes, so text that is not UTF-8 around an address
+    is kept."""
+    text = bytes(value).decode("utf-8", errors="surrogateescape")
+    masked = hide_userinfo(text)
+    return None if masked == text else masked.encode("utf-8", errors="surrogateescape")
 
 
 def _rewrite(conn: sqlite3.Connection) -> bool:
@@ -320,14 +328,10 @@ def _mask_chunk(conn: sqlite3.Connection) -> bool:
         conn.execute("PRAGMA secure_delete = ON")
     for row_id, *values in found:
         for name, value in zip(_ADDRESS_COLUMNS, values, strict=True):
-            if value is None:
-                continue
-            text = bytes(value).decode("utf-8", errors="surrogateescape")
-            masked = hide_userinfo(text)
-            if masked != text:
+            masked = None if value is None else _masked(value)
+            if masked is not None:
                 conn.execute(
-                    f"UPDATE tasks SET {name} = CAST(? AS TEXT) WHERE id = ?",
-                    (masked.encode("utf-8", errors="surrogateescape"), row_id),
+                    f"UPDATE tasks SET {name} = CAST(? AS TEXT) WHERE id = ?", (masked, row_id)
                 )
     conn.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ADDRESSES_MASKED_UPTO, upto)

@@ -20,7 +20,14 @@ from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..lab.budget import Budget, make_budget, plain_amount
 from ..lab.cost import billed_units
-from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable, says_nothing
+from ..protocol.records import (
+    ERROR_TEXT_KEYS,
+    Result,
+    Status,
+    readable,
+    says_cancelled,
+    says_nothing,
+)
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -56,6 +63,7 @@ __all__ = [
     "task_state",
     "tasks_of",
     "unanswered",
+    "undo_cancel",
     "update_followers",
     "usable",
 ]
@@ -407,8 +415,10 @@ SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the dem
 CancelWay = Literal["forward", "alone", "ended"]
 
 
-def ask_cancel(db: Database, task_id: str) -> CancelWay:
-    """A student's cancel: whether to forward it. A task that shares an upstream task with
+def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
+    """A student's cancel: whether to forward it, and the state this cancel moved the
+    task from (None when it moved nothing: a second cancel finds it ``cancelling``). A
+    task that shares an upstream task with
     others (a demo-cache answer; the sent task while demo-cache answers still follow it)
     ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
     runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
@@ -418,7 +428,7 @@ def ask_cancel(db: Database, task_id: str) -> CancelWay:
     shared task after all (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
-    def work(tx: Tx) -> CancelWay:
+    def work(tx: Tx) -> tuple[CancelWay, str | None]:
         row = tx.one(  # as a create that follows it takes this lock: none slips in after
             "SELECT state, cached_from FROM tasks WHERE id = ? {lock}", (task_id,)
         )
@@ -426,19 +436,36 @@ def ask_cancel(db: Database, task_id: str) -> CancelWay:
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
-            return "ended"
+            return "ended", None
         if row[0] == "cancelling":  # nobody follows a task being cancelled
-            return "forward"
+            return "forward", None
         if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),
             )
-            return "alone"
+            return "alone", str(row[0])
         tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
-        return "forward"
+        return "forward", str(row[0])
 
     return db.run(work)
+
+
+def undo_cancel(db: Database, task_id: str, prior: str) -> None:
+    """The cancel that moved the task from ``prior`` never left, or upstream refused it:
+    the task is ``prior`` again. If it ended meanwhile on upstream's failure (not its
+    cancel word), settled ``cancelled`` and charged as if this cancel caused it, it is
+    ``failed`` and given back: nothing was cancelled (docs/decisions.md#serve-reservations)."""
+    if move(db, task_id, prior, source=("cancelling",)):
+        return
+    row = db.run(
+        lambda tx: tx.one(
+            "SELECT state, failed_upstream, error FROM tasks WHERE id = ?", (task_id,)
+        ),
+        write=False,
+    )
+    if row is not None and row[0] == "cancelled" and row[1]:
+        release(db, task_id, "failed", str(row[2] or ""), source=("cancelled",))
 
 
 def release(
@@ -573,7 +600,16 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     # its escapes doubled in JSON): each surface makes it inert, JSON by its own escapes
     said = None if says_nothing(body.get("error")) else readable(body["error"], ERROR_TEXT_KEYS)
     error = str(said or ended.error or status.status.lower())[:500]
-    cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
+    failed_upstream = int(not says_cancelled(status.status, ended.error_type))
+    cancelled = move(
+        db,
+        task_id,
+        "cancelled",
+        source=("cancelling",),
+        error=error,
+        settled_at=now,
+        failed_upstream=failed_upstream,
+    )
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
 

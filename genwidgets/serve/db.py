@@ -91,6 +91,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (2, ("ALTER TABLE tasks ADD COLUMN missing_since DOUBLE PRECISION",)),
     # until when upstream's rate limit holds every process's creates back (a row per hold)
     (3, ("CREATE TABLE holds (name TEXT PRIMARY KEY, until DOUBLE PRECISION NOT NULL)",)),
+    # a task settled ``cancelled`` on upstream's failure (not its cancel word) while its
+    # cancel was on the way: failed, given back, if that cancel never left or was refused
+    (4, ("ALTER TABLE tasks ADD COLUMN failed_upstream INTEGER NOT NULL DEFAULT 0",)),
 )
 
 

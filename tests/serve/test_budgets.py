@@ -170,11 +170,13 @@ def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
     move(db, sent, "open", upstream_id="up-1")
     follows = reserve(db, "other", IMAGE, amounts, cache_key="seeded")
     assert follows.cached
-    assert [ask_cancel(db, sent) for _ in range(2)] == ["alone", "ended"]
-    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ["alone", "ended"]
+    assert [ask_cancel(db, sent) for _ in range(2)] == [("alone", "open"), ("ended", None)]
+    ended_alone = [("alone", "open"), ("ended", None)]
+    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ended_alone
     lone = reserve(db, "first", IMAGE, amounts).task_id
     move(db, lone, "open", upstream_id="up-2")
-    assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
+    # the second moved nothing: only the first may undo its move
+    assert [ask_cancel(db, lone) for _ in range(2)] == [("forward", "open"), ("forward", None)]
     states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
     assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
     assert states[follows.task_id] == ("cancelled", False)

@@ -19,7 +19,7 @@ from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..lab.budget import Budget, make_budget, plain_amount
-from ..lab.cost import billed_units
+from ..lab.cost import UNITS, billed_units
 from ..protocol.records import (
     ERROR_TEXT_KEYS,
     Result,
@@ -203,16 +203,29 @@ def price_table(prices: Any) -> dict[str, dict[str, float]]:
     """The class's price table checked as a batch's ``prices=`` is (every unit one the
     gateway bills, every price a number 0 or more), each endpoint one the catalog knows:
     a misspelt unit cost nothing (a money cap never bit) and a number where a table
-    belongs failed every create. A :class:`~..errors.PayloadError` names each problem."""
+    belongs failed every create. Each entry prices only units its endpoint bills, and at
+    least one: a real unit on the wrong endpoint (``per_second`` on an image endpoint) or
+    an empty entry cost nothing, too. A :class:`~..errors.PayloadError` names each problem."""
     table = make_budget(None, prices, [], []).prices
-    unknown = []
-    for name in table:
+    problems = []
+    for name, entry in table.items():
         try:
-            catalog_endpoint(name)
+            spec = catalog_endpoint(name)
         except EndpointNotFound as exc:
-            unknown.append({"loc": ("prices", name), "msg": str(exc)})
-    if unknown:
-        raise PayloadError(unknown)
+            problems.append({"loc": ("prices", name), "msg": str(exc)})
+            continue
+        billed = [UNITS[kind] for kind in billed_units(spec, {})]  # by its kind, not payload
+        said = ", ".join(billed)
+        problems += [
+            {"loc": ("prices", name, unit), "msg": f"{unit}: {name} bills only {said}"}
+            for unit in entry
+            if unit not in billed
+        ]
+        if not entry:
+            msg = f"{name} prices none of the units it bills ({said})"
+            problems.append({"loc": ("prices", name), "msg": msg})
+    if problems:
+        raise PayloadError(problems)
     return table
 
 

@@ -448,8 +448,22 @@ def test_a_group_with_a_negative_cache_window_is_refused(
         ({"genW2.5-t2i-preview": {"per_image": -0.04}}, "a price 0 or more, not -0.04"),
         ({"genW2.5-t2i-previw": {"per_image": 0.04}}, "genW2.5-t2i-preview"),
         ([0.04], "prices is a dict"),
+        (
+            {"genW2.5-t2i-preview": {"per_second": 0.5}},
+            "per_second: genW2.5-t2i-preview bills only per_task, per_image",
+        ),
+        ({"genW2.5-t2i-preview": {}}, "prices none of the units it bills (per_task, per_image)"),
     ],
-    ids=["misspelt-unit", "number", "text", "negative", "misspelt-endpoint", "list"],
+    ids=[
+        "misspelt-unit",
+        "number",
+        "text",
+        "negative",
+        "misspelt-endpoint",
+        "list",
+        "unit-never-billed-there",
+        "empty-entry",
+    ],
 )
 def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
     tmp_path: Path,

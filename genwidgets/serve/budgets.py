@@ -139,16 +139,26 @@ def hold_creates(
     """Upstream refused a create with a rate limit: every process sends no create for
     ``wait`` seconds (a longer hold already written stays). ``what="sweeps"``: the same
     for the sweep's status requests (a status answered 429). ``told``: upstream's own
-    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`)."""
+    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`).
+    It is upstream's latest word, written whole (none when it is within the hold): only
+    ever lengthened, a 3600 s quota was still told after upstream had come to say 5 s."""
     now = time.time() if now is None else now
-    holds = [(what, now + wait)] + ([(TOLD, now + told)] if told and told > wait else [])
 
     def work(tx: Tx) -> None:
-        for name, until in holds:
+        tx.run(
+            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
+            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
+            (what, now + wait),
+        )
+        if told is None:
+            return
+        if told <= wait:
+            tx.run("DELETE FROM holds WHERE name = ?", (TOLD,))
+        else:
             tx.run(
                 "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-                "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-                (name, until),
+                "DO UPDATE SET until = excluded.until",
+                (TOLD, now + told),
             )
 
     db.run(work)

@@ -425,6 +425,23 @@ def test_clearing_the_hold_never_deletes_a_newer_one(
     assert holding_creates(db, now=now) == pytest.approx(600.0)
 
 
+def test_held_back_creates_are_told_upstreams_latest_wait(db: Database) -> None:
+    """A 3600-s quota held creates 600 s (the ceiling) and told students 3600 s; when the
+    hold ended, upstream said 5 s, yet held-back students were still told the stale
+    3600 s (the told wait was only ever lengthened). Upstream's latest word is told."""
+    from genwidgets.serve.budgets import TOLD, hold_creates, holding_creates
+
+    now = time.time()
+    hold_creates(db, 600.0, now=now, told=3600.0)
+    assert holding_creates(db, now=now, what=TOLD) == pytest.approx(3600.0)
+    later = now + 601.0  # the hold is over: upstream is asked again and says 5 s
+    hold_creates(db, 5.0, now=later, told=5.0)
+    told = holding_creates(db, now=later, what=TOLD)
+    assert max(holding_creates(db, now=later), told) == pytest.approx(5.0)
+    hold_creates(db, 600.0, now=later, told=1200.0)  # and a longer word is told again
+    assert holding_creates(db, now=later, what=TOLD) == pytest.approx(1200.0)
+
+
 def test_a_sweep_claims_a_task_once_and_takes_it_for_the_sweeps_length(db: Database) -> None:
     """Every pass of a sweep stamped its tasks with the sweep's start, then with its
     claim time: a task still queued behind the sweep's few asks at once looked due to

@@ -207,6 +207,7 @@ async def _reserve(
             amounts,
             cache_key=cache_key,
             max_running=config.max_running,
+            long_sending=config.longest_send,
         )
         with guard:
             made.append(reservation)

@@ -87,7 +87,8 @@ GONE_AFTER = 60.0
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
 #: seconds after which a create still ``sending`` is likely one whose process stopped:
-#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream)
+#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream);
+#: a server passes its own (``ServeConfig.longest_send``: a longer ``--timeout``)
 LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
@@ -108,7 +109,7 @@ def _running_limit(
     running: int, moving: int, oldest_sending: float | None, limit: int, now: float
 ) -> ServeError:
     """The 429 of a key at its running cap. When every place is held by a create
-    ``sending`` for longer than :data:`LONG_SENDING` (its process likely stopped
+    ``sending`` for longer than the server's longest send (its process likely stopped
     mid-send: kill -9), the place frees only when it is given up as ``unknown``, up to
     :data:`STALE_SENDING` after it began: said, and waited for, not retried each second."""
     why = f"this key has {running} tasks running, at most {limit} at once"
@@ -298,10 +299,13 @@ def reserve(
     *,
     cache_key: str | None = None,
     max_running: int | None = None,
+    long_sending: float = LONG_SENDING,
     now: float | None = None,
 ) -> Reservation:
     """Reserve ``amounts`` for the key and its group and record the task as being sent,
-    or answer from the group's demo cache, or refuse (a ServeError) saying what is left."""
+    or answer from the group's demo cache, or refuse (a ServeError) saying what is left.
+    ``long_sending``: the server's longest send, past which a ``sending`` create holding
+    a running place is said to have likely lost its process (:func:`_running_limit`)."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
@@ -316,7 +320,7 @@ def reserve(
                 f"SELECT COUNT(*), SUM(CASE WHEN state = 'sending' AND created_at < ? "
                 "THEN 0 ELSE 1 END), MIN(CASE WHEN state = 'sending' THEN created_at END) "
                 f"FROM tasks WHERE key_name = ? AND state IN ({marks}) AND cached_from IS NULL",
-                (now - LONG_SENDING, key.name, *LIVE),
+                (now - long_sending, key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
                 raise _running_limit(int(row[0]), int(row[1] or 0), row[2], limit, now)

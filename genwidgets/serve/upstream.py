@@ -144,7 +144,7 @@ class Upstream:
                 "GENWIDGETS_UPSTREAM_KEY): give the URL without them"
             )
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+        self.timeout, self.connect_timeout = timeout, connect_timeout
         self._key = _header_key(Secret.wrap(key))
         guard_logs()
         self._pool = Http1Pool(

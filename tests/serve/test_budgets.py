@@ -479,3 +479,46 @@ def test_a_place_held_by_a_create_stuck_sending_says_when_it_frees(db: Database)
     with pytest.raises(ServeError) as soon:  # a create just sent: its answer comes soon
         reserve(db, "alice", IMAGE, amounts, now=then + 5)
     assert soon.value.retry_after == 1.0
+
+
+def test_a_create_within_this_configurations_longest_send_is_not_called_stopped(
+    db: Database,
+) -> None:
+    """With ``--timeout 300`` (accepted) a create may rightly send for about 400 s, but
+    one 150 s in was said to be held by a server that may have stopped, and its student
+    told to wait 450 s: the 2-minute mark was the defaults' longest send. It is the
+    configuration's."""
+    from genwidgets.serve import ServeConfig, Upstream
+
+    config = ServeConfig(
+        upstream=Upstream("http://127.0.0.1:9", "teacher-key", timeout=300),
+        database=db,
+        max_running=1,
+    )
+    assert config.longest_send >= 30 + 60 + 300
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    reserve(db, "alice", IMAGE, amounts, max_running=1, now=then)
+    with pytest.raises(ServeError) as sending:
+        reserve(
+            db,
+            "alice",
+            IMAGE,
+            amounts,
+            max_running=1,
+            long_sending=config.longest_send,
+            now=then + 150,
+        )
+    assert sending.value.retry_after == 1.0 and "stopped" not in sending.value.message
+    with pytest.raises(ServeError) as stuck:  # past this configuration's longest send
+        reserve(
+            db,
+            "alice",
+            IMAGE,
+            amounts,
+            max_running=1,
+            long_sending=config.longest_send,
+            now=then + config.longest_send + 10,
+        )
+    assert "stopped mid-send" in stuck.value.message

@@ -55,6 +55,7 @@ from .budgets import (
     reserve,
     settle,
     unanswered,
+    undo_cancel,
     usable,
 )
 from .config import ServeConfig, ServeState
@@ -206,6 +207,7 @@ async def _reserve(
             amounts,
             cache_key=cache_key,
             max_running=config.max_running,
+            long_sending=config.longest_send,
         )
         with guard:
             made.append(reservation)
@@ -515,7 +517,10 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         return JSONResponse(queued, status_code=202 if tail == "response" else 200)
     db = state.config.database
     cancel = tail == "cancel"
-    way = await run_in_threadpool(ask_cancel, db, task[0]) if cancel else "forward"
+    way: str = "forward"
+    moved_from = None  # the state this request's cancel moved the task from
+    if cancel:
+        way, moved_from = await run_in_threadpool(ask_cancel, db, task[0])
     if way == "alone":  # its upstream task is shared with others: only ours ends
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
     if way == "ended":  # as the gateway answers a finished task's cancel; upstream not asked
@@ -525,7 +530,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
         if cancel and not fault.sent:  # it never left: the task is as it was
-            await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+            if moved_from is not None:  # only this cancel's own move is undone
+                await run_in_threadpool(undo_cancel, db, task[0], moved_from)
             return _failure(
                 502,
                 "UPSTREAM_UNAVAILABLE",
@@ -538,7 +544,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
         answer.status < 500 or says_rate_limited(answer.status, answer.body)
     )
     if cancel and refused_cancel:
-        await run_in_threadpool(move, db, task[0], task[3], source=("cancelling",))
+        if moved_from is not None:
+            await run_in_threadpool(undo_cancel, db, task[0], moved_from)
         if answer.status >= 500:
             return await _passed_on(state, answer, refused_create=False)
     if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked

@@ -19,8 +19,15 @@ from ..catalog import collect_warnings, sent_from_elsewhere, validate
 from ..catalog import endpoint as catalog_endpoint
 from ..errors import EndpointNotFound, PayloadError, ServeError
 from ..lab.budget import Budget, make_budget, plain_amount
-from ..lab.cost import billed_units
-from ..protocol.records import ERROR_TEXT_KEYS, Result, Status, readable, says_nothing
+from ..lab.cost import UNITS, billed_units
+from ..protocol.records import (
+    ERROR_TEXT_KEYS,
+    Result,
+    Status,
+    readable,
+    says_cancelled,
+    says_nothing,
+)
 from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
 
@@ -56,6 +63,7 @@ __all__ = [
     "task_state",
     "tasks_of",
     "unanswered",
+    "undo_cancel",
     "update_followers",
     "usable",
 ]
@@ -79,7 +87,8 @@ GONE_AFTER = 60.0
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
 #: seconds after which a create still ``sending`` is likely one whose process stopped:
-#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream)
+#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream);
+#: a server passes its own (``ServeConfig.longest_send``: a longer ``--timeout``)
 LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
@@ -100,7 +109,7 @@ def _running_limit(
     running: int, moving: int, oldest_sending: float | None, limit: int, now: float
 ) -> ServeError:
     """The 429 of a key at its running cap. When every place is held by a create
-    ``sending`` for longer than :data:`LONG_SENDING` (its process likely stopped
+    ``sending`` for longer than the server's longest send (its process likely stopped
     mid-send: kill -9), the place frees only when it is given up as ``unknown``, up to
     :data:`STALE_SENDING` after it began: said, and waited for, not retried each second."""
     why = f"this key has {running} tasks running, at most {limit} at once"
@@ -131,16 +140,26 @@ def hold_creates(
     """Upstream refused a create with a rate limit: every process sends no create for
     ``wait`` seconds (a longer hold already written stays). ``what="sweeps"``: the same
     for the sweep's status requests (a status answered 429). ``told``: upstream's own
-    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`)."""
+    wait, past the hold's ceiling, which the creates held back are told (:data:`TOLD`).
+    It is upstream's latest word, written whole (none when it is within the hold): only
+    ever lengthened, a 3600 s quota was still told after upstream had come to say 5 s."""
     now = time.time() if now is None else now
-    holds = [(what, now + wait)] + ([(TOLD, now + told)] if told and told > wait else [])
 
     def work(tx: Tx) -> None:
-        for name, until in holds:
+        tx.run(
+            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
+            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
+            (what, now + wait),
+        )
+        if told is None:
+            return
+        if told <= wait:
+            tx.run("DELETE FROM holds WHERE name = ?", (TOLD,))
+        else:
             tx.run(
                 "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-                "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-                (name, until),
+                "DO UPDATE SET until = excluded.until",
+                (TOLD, now + told),
             )
 
     db.run(work)
@@ -195,16 +214,29 @@ def price_table(prices: Any) -> dict[str, dict[str, float]]:
     """The class's price table checked as a batch's ``prices=`` is (every unit one the
     gateway bills, every price a number 0 or more), each endpoint one the catalog knows:
     a misspelt unit cost nothing (a money cap never bit) and a number where a table
-    belongs failed every create. A :class:`~..errors.PayloadError` names each problem."""
+    belongs failed every create. Each entry prices only units its endpoint bills, and at
+    least one: a real unit on the wrong endpoint (``per_second`` on an image endpoint) or
+    an empty entry cost nothing, too. A :class:`~..errors.PayloadError` names each problem."""
     table = make_budget(None, prices, [], []).prices
-    unknown = []
-    for name in table:
+    problems = []
+    for name, entry in table.items():
         try:
-            catalog_endpoint(name)
+            spec = catalog_endpoint(name)
         except EndpointNotFound as exc:
-            unknown.append({"loc": ("prices", name), "msg": str(exc)})
-    if unknown:
-        raise PayloadError(unknown)
+            problems.append({"loc": ("prices", name), "msg": str(exc)})
+            continue
+        billed = [UNITS[kind] for kind in billed_units(spec, {})]  # by its kind, not payload
+        said = ", ".join(billed)
+        problems += [
+            {"loc": ("prices", name, unit), "msg": f"{unit}: {name} bills only {said}"}
+            for unit in entry
+            if unit not in billed
+        ]
+        if not entry:
+            msg = f"{name} prices none of the units it bills ({said})"
+            problems.append({"loc": ("prices", name), "msg": msg})
+    if problems:
+        raise PayloadError(problems)
     return table
 
 
@@ -267,10 +299,13 @@ def reserve(
     *,
     cache_key: str | None = None,
     max_running: int | None = None,
+    long_sending: float = LONG_SENDING,
     now: float | None = None,
 ) -> Reservation:
     """Reserve ``amounts`` for the key and its group and record the task as being sent,
-    or answer from the group's demo cache, or refuse (a ServeError) saying what is left."""
+    or answer from the group's demo cache, or refuse (a ServeError) saying what is left.
+    ``long_sending``: the server's longest send, past which a ``sending`` create holding
+    a running place is said to have likely lost its process (:func:`_running_limit`)."""
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> Reservation:
@@ -285,7 +320,7 @@ def reserve(
                 f"SELECT COUNT(*), SUM(CASE WHEN state = 'sending' AND created_at < ? "
                 "THEN 0 ELSE 1 END), MIN(CASE WHEN state = 'sending' THEN created_at END) "
                 f"FROM tasks WHERE key_name = ? AND state IN ({marks}) AND cached_from IS NULL",
-                (now - LONG_SENDING, key.name, *LIVE),
+                (now - long_sending, key.name, *LIVE),
             )
             if row and int(row[0]) >= limit:
                 raise _running_limit(int(row[0]), int(row[1] or 0), row[2], limit, now)
@@ -407,8 +442,10 @@ SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the dem
 CancelWay = Literal["forward", "alone", "ended"]
 
 
-def ask_cancel(db: Database, task_id: str) -> CancelWay:
-    """A student's cancel: whether to forward it. A task that shares an upstream task with
+def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
+    """A student's cancel: whether to forward it, and the state this cancel moved the
+    task from (None when it moved nothing: a second cancel finds it ``cancelling``). A
+    task that shares an upstream task with
     others (a demo-cache answer; the sent task while demo-cache answers still follow it)
     ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
     runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
@@ -418,7 +455,7 @@ def ask_cancel(db: Database, task_id: str) -> CancelWay:
     shared task after all (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
-    def work(tx: Tx) -> CancelWay:
+    def work(tx: Tx) -> tuple[CancelWay, str | None]:
         row = tx.one(  # as a create that follows it takes this lock: none slips in after
             "SELECT state, cached_from FROM tasks WHERE id = ? {lock}", (task_id,)
         )
@@ -426,19 +463,36 @@ def ask_cancel(db: Database, task_id: str) -> CancelWay:
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
-            return "ended"
+            return "ended", None
         if row[0] == "cancelling":  # nobody follows a task being cancelled
-            return "forward"
+            return "forward", None
         if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),
             )
-            return "alone"
+            return "alone", str(row[0])
         tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
-        return "forward"
+        return "forward", str(row[0])
 
     return db.run(work)
+
+
+def undo_cancel(db: Database, task_id: str, prior: str) -> None:
+    """The cancel that moved the task from ``prior`` never left, or upstream refused it:
+    the task is ``prior`` again. If it ended meanwhile on upstream's failure (not its
+    cancel word), settled ``cancelled`` and charged as if this cancel caused it, it is
+    ``failed`` and given back: nothing was cancelled (docs/decisions.md#serve-reservations)."""
+    if move(db, task_id, prior, source=("cancelling",)):
+        return
+    row = db.run(
+        lambda tx: tx.one(
+            "SELECT state, failed_upstream, error FROM tasks WHERE id = ?", (task_id,)
+        ),
+        write=False,
+    )
+    if row is not None and row[0] == "cancelled" and row[1]:
+        release(db, task_id, "failed", str(row[2] or ""), source=("cancelled",))
 
 
 def release(
@@ -573,7 +627,16 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     # its escapes doubled in JSON): each surface makes it inert, JSON by its own escapes
     said = None if says_nothing(body.get("error")) else readable(body["error"], ERROR_TEXT_KEYS)
     error = str(said or ended.error or status.status.lower())[:500]
-    cancelled = move(db, task_id, "cancelled", source=("cancelling",), error=error, settled_at=now)
+    failed_upstream = int(not says_cancelled(status.status, ended.error_type))
+    cancelled = move(
+        db,
+        task_id,
+        "cancelled",
+        source=("cancelling",),
+        error=error,
+        settled_at=now,
+        failed_upstream=failed_upstream,
+    )
     return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
 
 

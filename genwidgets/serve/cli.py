@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from .budgets import (
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
+from .sweep import give_up_sending
 from .upstream import Upstream
 from .usage import usage, usage_csv
 
@@ -364,14 +366,18 @@ def _handout(made: list[tuple[str, str]], url: str) -> str:
 
 
 def _tasks(db: Database, args: argparse.Namespace) -> int:
+    # a create left sending past its time is given up here, as the sweep would: with no
+    # server running again (the class is over) it was refused for ever, its cost reserved
+    if args.settle and not (args.made or args.not_made):
+        raise GenwidgetsError("say what upstream did: --made or --not-made")
+    db.run(partial(give_up_sending, now=time.time()))
     if args.settle:
-        if not (args.made or args.not_made):
-            raise GenwidgetsError("say what upstream did: --made or --not-made")
         if not resolve_unknown(db, args.settle, made=args.made):
             state = task_state(db, args.settle)
             if state is None:
                 raise GenwidgetsError(f"no task {args.settle!r}: see serve tasks --state unknown")
-            raise GenwidgetsError(f"task {args.settle!r} is {state}, not unknown: {_why(state)}")
+            why = _why(state, _sending_left(db, args.settle))
+            raise GenwidgetsError(f"task {args.settle!r} is {state}, not unknown: {why}")
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
@@ -380,14 +386,22 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
-def _why(state: str) -> str:
+def _sending_left(db: Database, task_id: str) -> float:
+    """Seconds until a create still ``sending`` is given up as ``unknown``."""
+    row = db.run(
+        lambda tx: tx.one("SELECT created_at FROM tasks WHERE id = ?", (task_id,)), write=False
+    )
+    return STALE_SENDING if row is None else max(0.0, row[0] + STALE_SENDING - time.time())
+
+
+def _why(state: str, sending_left: float = STALE_SENDING) -> str:
     """Why a task that is not ``unknown`` cannot be settled, by its state."""
     if state == "sending":
-        minutes = STALE_SENDING / 60
+        minutes = max(1, math.ceil(sending_left / 60))
         return (
             "it is still being sent, or its server process stopped mid-send; it becomes "
-            f"unknown {minutes:g} minutes after its create (the sweep), then settle it. "
-            "Nothing changed"
+            f"unknown {STALE_SENDING / 60:g} minutes after its create, in {minutes} "
+            f"minute{'s' * (minutes != 1)}, then settle it. Nothing changed"
         )
     if state in ("open", "cancelling"):
         return (

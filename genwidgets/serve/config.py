@@ -72,6 +72,14 @@ class ServeConfig:
             )
 
     @property
+    def longest_send(self) -> float:
+        """Seconds a create may rightly be ``sending``: its turn, the database's lock, the
+        connect and upstream's answer. A create sending longer likely lost its process
+        (:func:`~.budgets.reserve`'s ``long_sending``)."""
+        upstream = self.upstream
+        return self.queue_wait + LOCK_WAIT + upstream.connect_timeout + upstream.timeout
+
+    @property
     def mount(self) -> str:
         """:attr:`prefix` as the path every route sits under: ``/services/class`` or ``""``."""
         return "/" + self.prefix.strip("/") if self.prefix.strip("/") else ""

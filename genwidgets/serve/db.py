@@ -14,13 +14,14 @@ docs/decisions.md#serve-storage.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from .._config import hide_userinfo
 from ..errors import ServeError
@@ -50,6 +51,8 @@ RETRIES = 8
 _BUSY_MS = 60_000
 #: seconds a transaction may wait for SQLite's write lock
 LOCK_WAIT = _BUSY_MS / 1000
+#: a ``password=...`` pair in a conninfo or a URL's query, as a driver's message quotes it
+_PASSWORD_PAIR = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.IGNORECASE)
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)
@@ -91,6 +94,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (2, ("ALTER TABLE tasks ADD COLUMN missing_since DOUBLE PRECISION",)),
     # until when upstream's rate limit holds every process's creates back (a row per hold)
     (3, ("CREATE TABLE holds (name TEXT PRIMARY KEY, until DOUBLE PRECISION NOT NULL)",)),
+    # a task settled ``cancelled`` on upstream's failure (not its cancel word) while its
+    # cancel was on the way: failed, given back, if that cancel never left or was refused
+    (4, ("ALTER TABLE tasks ADD COLUMN failed_upstream INTEGER NOT NULL DEFAULT 0",)),
 )
 
 
@@ -147,22 +153,40 @@ class Database:
         self._closing: set[int] = set()
 
     def __repr__(self) -> str:
-        # a PostgreSQL URL may carry a password: name the kind and the place only
-        where = self.url.rpartition("@")[2] if self.postgres else str(self.path)
-        return f"<Database {'postgresql' if self.postgres else 'sqlite'} {where}>"
+        # a PostgreSQL URL may carry a password (its userinfo, its ?password=): name the
+        # kind and the place only (host, port, database), built from the URL's parts
+        if not self.postgres:
+            return f"<Database sqlite {self.path}>"
+        try:
+            parts = urlsplit(self.url)
+            port = parts.port
+        except ValueError:  # unreadable (an IPv6 typo): the place as written, no query
+            where = self.url.rpartition("@")[2].partition("?")[0]
+        else:
+            where = f"{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
+        return f"<Database postgresql {where}>"
 
     def _hidden(self, exc: BaseException) -> str:
         """``exc``'s text without the URL's password: psycopg's messages quote the whole
-        URL ("invalid ... in URI: "postgresql://user:pw@..."), or the password itself
-        (masked as a base URL's is, ``_config.hide_userinfo``, and wherever it stands)."""
+        URL ("invalid ... in URI: "postgresql://user:pw@..."), a conninfo's
+        ``password=...``, or the password itself. The URLs and the pairs are masked
+        (``_config.hide_userinfo``); the bare password only when it is quoted alone or
+        long enough (8 characters) not to match the driver's own words, and never when it
+        is the user name: replacing every match said user "***" and host "***27.0.0.***"."""
         text = str(exc)
         if not self.postgres:
             return text
         text = hide_userinfo(text.replace(self.url, repr(self)))
+        text = _PASSWORD_PAIR.sub(r"\1***", text)
         userinfo = self.url.partition("://")[2].rpartition("@")[0]
-        password = userinfo.partition(":")[2]
-        for secret in {password, unquote(password)} - {""}:
-            text = text.replace(secret, "***")
+        user, _, password = userinfo.partition(":")
+        query = self.url.partition("?")[2]
+        secrets = {password, unquote(password), *parse_qs(query).get("password", [])}
+        secrets |= {raw for raw in re.findall(r"(?:^|&)password=([^&]*)", query)}
+        for secret in secrets - {"", user, unquote(user)}:
+            text = text.replace(f'"{secret}"', '"***"')
+            if len(secret) >= 8:
+                text = text.replace(secret, "***")
         return text
 
     def _connect(self) -> Any:

@@ -35,7 +35,7 @@ from .budgets import (
 from .config import ServeState
 from .db import Database, Tx
 
-__all__ = ["BATCH", "MOST_PER_SWEEP", "claim", "sweep_once", "sweeping"]
+__all__ = ["BATCH", "MOST_PER_SWEEP", "claim", "give_up_sending", "sweep_once", "sweeping"]
 
 log = logging.getLogger("genwidgets.serve")
 #: tasks one pass of a sweep claims, at most
@@ -67,7 +67,7 @@ def claim(
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> list[tuple[Any, ...]]:
-        _give_up_sending(tx, now)
+        give_up_sending(tx, now)
         due = (
             "SELECT id, endpoint, upstream_id, state, missing_since FROM tasks "
             "WHERE upstream_id IS NOT NULL AND {} ORDER BY {}, id LIMIT ? {{skip}}"
@@ -99,10 +99,11 @@ def claim(
     return db.run(work)
 
 
-def _give_up_sending(tx: Tx, now: float) -> None:
+def give_up_sending(tx: Tx, now: float) -> None:
     """Creates still ``sending`` after :data:`STALE_SENDING` (their process stopped
     between reserving and upstream's answer) become ``unknown``: no upstream needed, so
-    a sweep does it even while upstream's rate limit holds its status requests back."""
+    a sweep does it even while upstream's rate limit holds its status requests back, and
+    so does the teacher's ``serve tasks`` with no server running (the class is over)."""
     stale = tx.rows(
         "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
         (now - STALE_SENDING,),
@@ -133,7 +134,7 @@ async def sweep_once(state: ServeState) -> int:
     ``Retry-After`` (a stale ``sending`` create is still given up meanwhile)."""
     db = state.config.database
     if await run_in_threadpool(partial(holding_creates, db, what="sweeps")):
-        await run_in_threadpool(db.run, partial(_give_up_sending, now=time.time()))
+        await run_in_threadpool(db.run, partial(give_up_sending, now=time.time()))
         return 0
     started, ended = time.time(), [0]
     asking, stopped = asyncio.Semaphore(ASKS_AT_ONCE), asyncio.Event()

@@ -113,6 +113,13 @@ def _no_number(constant: str) -> None:
     return None
 
 
+def _finite(number: str) -> float | None:
+    """A JSON number as a float, or null when it is too large for one (``1e999`` is valid
+    JSON, read as ``inf``: as :func:`_no_number`, a finished task's answer was a 500)."""
+    value = float(number)
+    return value if math.isfinite(value) else None
+
+
 class Upstream:
     """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
     request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
@@ -137,7 +144,7 @@ class Upstream:
                 "GENWIDGETS_UPSTREAM_KEY): give the URL without them"
             )
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+        self.timeout, self.connect_timeout = timeout, connect_timeout
         self._key = _header_key(Secret.wrap(key))
         guard_logs()
         self._pool = Http1Pool(
@@ -173,7 +180,9 @@ class Upstream:
         if raw and not json_nested_deeper(raw, MAX_DEPTH):  # a deeper one: no answer read
             with contextlib.suppress(ValueError):  # and once parsed: "\u0055P..." is the key too
                 text = self.scrub(raw.decode("utf-8", "replace"))
-                parsed = redact_json(json.loads(text, parse_constant=_no_number))
+                parsed = redact_json(
+                    json.loads(text, parse_constant=_no_number, parse_float=_finite)
+                )
         wait = parse_retry_after({"retry-after": answer.header(b"retry-after") or ""})
         # read as a student's client reads it: whether it says the task is gone, whether
         # it is a refusal (the spec shows no status for its errors)

@@ -1828,3 +1828,94 @@ def test_upstreams_retry_after_past_the_holds_ceiling_is_told_as_upstream_said_i
     assert held_back.status_code == 429 and int(held_back.headers["retry-after"]) > 3000
     assert 0 < budgets.holding_creates(db) <= 600  # the class asks upstream again by then
     assert budgets.clear_hold(db) > 0 and budgets.holding_creates(db, what="creates_told") == 0
+
+
+GPU_FAILED = {"request_id": "r1", "status": "COMPLETED", "error": "GPU out of memory"}
+
+
+def failing_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each cancel's move to ``cancelling`` is followed by upstream's failure of the
+    task, settled as the sweep settles it, before the cancel is sent."""
+    asked = app.ask_cancel
+
+    def ask_then_fail(db: Database, task_id: str) -> Any:
+        way = asked(db, task_id)
+        budgets.settle(db, task_id, {**GPU_FAILED, "error_type": "internal"}, seen="cancelling")
+        return way
+
+    monkeypatch.setattr(app, "ask_cancel", ask_then_fail)
+
+
+def test_a_failure_heard_while_a_cancel_never_left_is_given_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream failed the task while its cancel was being sent (a connect takes up to
+    5 s), and the sweep settled it as a cancel, charged; then the cancel never left, and
+    the student was told nothing was cancelled while charged for upstream's failure.
+    Failed, given back."""
+    failing_meanwhile(monkeypatch)
+    db = Database(tmp_path / "class.db")
+    db.migrate()
+    token = add_key(db, "alice", {"tasks": 5})
+    task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task_id, "open", upstream_id="u1")
+    config = ServeConfig(
+        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=db, sweep_every=0
+    )
+    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        cancel = api.put(f"/v1/queue/{IMAGE}/requests/{task_id}/cancel", timeout=60)
+    assert cancel.status_code == 502 and "nothing was cancelled" in cancel.text, cancel.text
+    assert [(t["state"], t["error"]) for t in tasks_of(db)] == [("failed", "GPU out of memory")]
+    assert key_usage(db, "alice")["spent"] == {}
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [(429, b'{"detail": "slow down"}'), (400, b'{"detail": "Task already completed"}')],
+)
+def test_a_failure_heard_while_a_cancel_was_refused_is_given_back(
+    refusing: tuple[str, Database], monkeypatch: pytest.MonkeyPatch, refusal: tuple[int, bytes]
+) -> None:
+    """As above, the cancel refused (a rate limit, or the task already ended): upstream's
+    failure heard during its round trip is a failure, given back."""
+    base, db = refusing
+    failing_meanwhile(monkeypatch)
+    RefusingUpstream.cancel = refusal
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        answer = api.put(handle["cancel_url"])
+    assert answer.status_code == refusal[0], answer.text
+    assert [(t["state"], t["error"]) for t in tasks_of(db)] == [("failed", "GPU out of memory")]
+    assert key_usage(db, "alice")["spent"] == {}
+
+
+def test_a_second_cancel_refused_never_undoes_the_first(
+    refusing: tuple[str, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cancels read the task open; the first moved it to ``cancelling`` and upstream
+    accepted it, the second was refused (``Task already completed``) and moved it back to
+    the ``open`` it had read. Upstream's cancelled end was then taken as a failure and
+    its billed cost given back. A cancel undoes only its own move."""
+    base, db = refusing
+    asked = app.ask_cancel
+
+    def first_cancel_came_between(db: Database, task_id: str) -> Any:
+        asked(db, task_id)  # the first cancel's move, after this one read the task open
+        return asked(db, task_id)
+
+    monkeypatch.setattr(app, "ask_cancel", first_cancel_came_between)
+    RefusingUpstream.cancel = (400, b'{"detail": "Task already completed"}')
+    token = add_key(db, "alice", {"tasks": 5})
+    with httpx.Client(base_url=base, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {token}"
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        refused = api.put(handle["cancel_url"])
+        assert refused.status_code == 400, refused.text
+        assert tasks_of(db)[0]["state"] == "cancelling"
+        status = api.get(handle["status_url"])
+    assert status.json()["error"] == "cancelled by user", status.text
+    assert [t["state"] for t in tasks_of(db)] == ["cancelled"]
+    assert key_usage(db, "alice")["spent"] == {"tasks": 1.0, "images": 1.0}

@@ -170,11 +170,13 @@ def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
     move(db, sent, "open", upstream_id="up-1")
     follows = reserve(db, "other", IMAGE, amounts, cache_key="seeded")
     assert follows.cached
-    assert [ask_cancel(db, sent) for _ in range(2)] == ["alone", "ended"]
-    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ["alone", "ended"]
+    assert [ask_cancel(db, sent) for _ in range(2)] == [("alone", "open"), ("ended", None)]
+    ended_alone = [("alone", "open"), ("ended", None)]
+    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ended_alone
     lone = reserve(db, "first", IMAGE, amounts).task_id
     move(db, lone, "open", upstream_id="up-2")
-    assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
+    # the second moved nothing: only the first may undo its move
+    assert [ask_cancel(db, lone) for _ in range(2)] == [("forward", "open"), ("forward", None)]
     states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
     assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
     assert states[follows.task_id] == ("cancelled", False)
@@ -423,6 +425,23 @@ def test_clearing_the_hold_never_deletes_a_newer_one(
     assert holding_creates(db, now=now) == pytest.approx(600.0)
 
 
+def test_held_back_creates_are_told_upstreams_latest_wait(db: Database) -> None:
+    """A 3600-s quota held creates 600 s (the ceiling) and told students 3600 s; when the
+    hold ended, upstream said 5 s, yet held-back students were still told the stale
+    3600 s (the told wait was only ever lengthened). Upstream's latest word is told."""
+    from genwidgets.serve.budgets import TOLD, hold_creates, holding_creates
+
+    now = time.time()
+    hold_creates(db, 600.0, now=now, told=3600.0)
+    assert holding_creates(db, now=now, what=TOLD) == pytest.approx(3600.0)
+    later = now + 601.0  # the hold is over: upstream is asked again and says 5 s
+    hold_creates(db, 5.0, now=later, told=5.0)
+    told = holding_creates(db, now=later, what=TOLD)
+    assert max(holding_creates(db, now=later), told) == pytest.approx(5.0)
+    hold_creates(db, 600.0, now=later, told=1200.0)  # and a longer word is told again
+    assert holding_creates(db, now=later, what=TOLD) == pytest.approx(1200.0)
+
+
 def test_a_sweep_claims_a_task_once_and_takes_it_for_the_sweeps_length(db: Database) -> None:
     """Every pass of a sweep stamped its tasks with the sweep's start, then with its
     claim time: a task still queued behind the sweep's few asks at once looked due to
@@ -460,3 +479,46 @@ def test_a_place_held_by_a_create_stuck_sending_says_when_it_frees(db: Database)
     with pytest.raises(ServeError) as soon:  # a create just sent: its answer comes soon
         reserve(db, "alice", IMAGE, amounts, now=then + 5)
     assert soon.value.retry_after == 1.0
+
+
+def test_a_create_within_this_configurations_longest_send_is_not_called_stopped(
+    db: Database,
+) -> None:
+    """With ``--timeout 300`` (accepted) a create may rightly send for about 400 s, but
+    one 150 s in was said to be held by a server that may have stopped, and its student
+    told to wait 450 s: the 2-minute mark was the defaults' longest send. It is the
+    configuration's."""
+    from genwidgets.serve import ServeConfig, Upstream
+
+    config = ServeConfig(
+        upstream=Upstream("http://127.0.0.1:9", "teacher-key", timeout=300),
+        database=db,
+        max_running=1,
+    )
+    assert config.longest_send >= 30 + 60 + 300
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    reserve(db, "alice", IMAGE, amounts, max_running=1, now=then)
+    with pytest.raises(ServeError) as sending:
+        reserve(
+            db,
+            "alice",
+            IMAGE,
+            amounts,
+            max_running=1,
+            long_sending=config.longest_send,
+            now=then + 150,
+        )
+    assert sending.value.retry_after == 1.0 and "stopped" not in sending.value.message
+    with pytest.raises(ServeError) as stuck:  # past this configuration's longest send
+        reserve(
+            db,
+            "alice",
+            IMAGE,
+            amounts,
+            max_running=1,
+            long_sending=config.longest_send,
+            now=then + config.longest_send + 10,
+        )
+    assert "stopped mid-send" in stuck.value.message

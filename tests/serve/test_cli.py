@@ -7,6 +7,7 @@ import csv
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -448,8 +449,22 @@ def test_a_group_with_a_negative_cache_window_is_refused(
         ({"genW2.5-t2i-preview": {"per_image": -0.04}}, "a price 0 or more, not -0.04"),
         ({"genW2.5-t2i-previw": {"per_image": 0.04}}, "genW2.5-t2i-preview"),
         ([0.04], "prices is a dict"),
+        (
+            {"genW2.5-t2i-preview": {"per_second": 0.5}},
+            "per_second: genW2.5-t2i-preview bills only per_task, per_image",
+        ),
+        ({"genW2.5-t2i-preview": {}}, "prices none of the units it bills (per_task, per_image)"),
     ],
-    ids=["misspelt-unit", "number", "text", "negative", "misspelt-endpoint", "list"],
+    ids=[
+        "misspelt-unit",
+        "number",
+        "text",
+        "negative",
+        "misspelt-endpoint",
+        "list",
+        "unit-never-billed-there",
+        "empty-entry",
+    ],
 )
 def test_a_price_table_a_batch_would_refuse_is_refused_before_serving(
     tmp_path: Path,
@@ -590,3 +605,34 @@ def test_settling_a_task_that_is_not_unknown_says_what_it_is_waiting_for(
     assert code == 2 and "still being sent" in err and "10 minutes" in err, err
     code, _, err = run(capsys, *base, opened)
     assert code == 2 and "upstream has it" in err, err
+
+
+def test_a_create_left_sending_past_its_time_is_settled_without_a_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After kill -9 mid-create with no server running again (the class is over), the
+    settle of a create ``sending`` for 20 minutes was refused for ever: only a running
+    server's sweep gives it up. The teacher's command gives it up itself; a younger one
+    is refused saying how many minutes are left."""
+    from genwidgets.serve import budgets
+
+    database = tmp_path / "class.db"
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {"tasks": 10})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    old = time.time() - 1200
+    stale = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts, now=old).task_id
+    young = time.time() - 300
+    recent = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts, now=young).task_id
+    db.close()
+    base = ["--database", str(database), "tasks", "--not-made", "--settle"]
+    code, out, err = run(capsys, *base, stale)
+    assert code == 0 and "settled" in out, err
+    code, _, err = run(capsys, *base, recent)
+    assert code == 2 and "in 5 minutes" in err, err
+    db = Database(database)
+    assert (
+        budgets.task_state(db, stale) == "not_made" and budgets.task_state(db, recent) == "sending"
+    )
+    db.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +152,46 @@ def test_a_postgresql_url_that_cannot_be_read_is_refused_without_its_password(ur
         Database(url).migrate()
     said = str(refused.value)
     assert "s3cret" not in said and "cannot open the database" in said, said
+
+
+def test_a_password_given_as_a_query_parameter_is_never_shown() -> None:
+    """libpq takes ``?password=``: the repr kept the query, and every storage error (the
+    teacher's terminal, the service log) printed the password."""
+    url = "postgresql://alice@127.0.0.1:1/class?password=S3cretPw&connect_timeout=5"
+    db = Database(url)
+    assert repr(db) == "<Database postgresql 127.0.0.1:1/class>"
+    with pytest.raises(ServeError) as refused:
+        db.migrate()
+    assert "S3cretPw" not in str(refused.value) and "cannot open the database" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "user"),
+    [
+        ("postgresql://postgres:postgres@127.0.0.1:5432/postgres", "postgres"),
+        ("postgresql://alice:1@127.0.0.1:5432/class", "alice"),
+    ],
+    ids=["password-is-the-user-name", "short-password"],
+)
+def test_hiding_the_password_leaves_the_drivers_words_readable(
+    url: str, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The password was replaced wherever its text stood: with the stock local setup
+    (``postgres:postgres``) the teacher read that authentication failed for user "***",
+    and a one-character password masked pieces of the host. The URL and ``password=``
+    pairs are masked, not every match of the password's text."""
+    psycopg = pytest.importorskip("psycopg")
+    said = (
+        'connection failed: connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+        f'password authentication failed for user "{user}"'
+    )
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError(f"{said}; tried {url} and 'password=secret99 host=x'")
+
+    monkeypatch.setattr(psycopg, "connect", refuse)
+    with pytest.raises(ServeError) as refused:
+        Database(url).migrate()
+    shown = str(refused.value)
+    assert said in shown, shown
+    assert url not in shown and "secret99" not in shown, shown

@@ -203,6 +203,39 @@ def test_an_upstream_answer_nested_too_deep_is_no_answer_not_a_crash() -> None:
     assert answer.status == 200 and answer.body is None
 
 
+class OverflowingUpstream(QuietHandler):
+    """An upstream whose status answers hold numbers too large for a float (valid JSON)."""
+
+    def do_GET(self) -> None:
+        data = b'{"request_id": "r1", "status": "COMPLETED", "p": 1e999, "q": [-1e999, 0.5]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_an_upstream_number_too_large_for_a_float_is_passed_on_as_null() -> None:
+    """``1e999`` is valid JSON that Python reads as ``inf``, which no JSON answer may
+    carry: a finished task's status and result were a 500, its paid result never read.
+    It is null, as ``NaN`` and ``Infinity`` are; a finite number stays."""
+    server = LoopbackServer(OverflowingUpstream)
+    upstream = Upstream(server.base, TEACHER_KEY)
+
+    async def ask() -> Any:
+        try:
+            return await upstream.send("GET", "/genW2.5-t2i-preview/requests/r-1/status")
+        finally:
+            await upstream.close()
+
+    try:
+        answer = asyncio.run(ask())
+    finally:
+        server.close()
+    assert answer.body == {"request_id": "r1", "status": "COMPLETED", "p": None, "q": [None, 0.5]}
+    json.dumps(answer.body, allow_nan=False)  # as the student's answer is written
+
+
 class RelativeFilesUpstream(OneTaskGateway):
     """A gateway whose output URLs are relative to itself (as docs/decisions.md#hostile-
     values allows), in ``outputs`` and in a fal-style ``images`` field; it records who

@@ -325,6 +325,17 @@ def _nothing_sent(exc: Exception) -> bool:
     return isinstance(exc, _NOT_SENT) or (isinstance(exc, InternalAddress) and not exc.sent)
 
 
+def _after_a_redirect(exc: Exception, url: str) -> bool:
+    """Whether a failed request is a hop a redirect led to, not the create's own POST:
+    that POST was sent and answered (a 303's "made, see there"), so nothing the next
+    hop meets, unsent or not, makes the create safe to send again."""
+    try:
+        request = exc.request if isinstance(exc, httpx.RequestError) else None
+    except RuntimeError:  # httpx's words for a failure told no request
+        return False
+    return request is not None and (request.method != "POST" or request.url != httpx.URL(url))
+
+
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
     """The client's headers; the key is read in this one expression and held only by
     ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
@@ -596,6 +607,14 @@ class Gateway:
                     leaving=leaving,
                 )
             except _NO_ANSWER as exc:
+                if _after_a_redirect(exc, url):
+                    raise OutcomeUnknown(
+                        "the create request was answered by a redirect, whose address then "
+                        f"could not be reached ({redact(failure_words(exc))}); a task may "
+                        "exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                    ) from None
                 if not _nothing_sent(exc):
                     raise OutcomeUnknown(
                         "the create request was sent but no whole answer arrived "

@@ -21,6 +21,7 @@ from genwidgets._client import created_nothing
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
 from genwidgets.protocol.body import Answer
+from genwidgets.protocol.fetch import InternalAddress
 from genwidgets.protocol.gate import GATE_CEILING
 from genwidgets.protocol.http import RETRY_AFTER_MOST, Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle, queue_url
@@ -503,6 +504,34 @@ def test_a_create_redirected_to_a_get_that_is_refused_may_have_made_a_task(
         run(gw.create("ep", b"{}"))
     assert not created_nothing(raised.value)
     assert len(posts) == 1
+
+
+@pytest.mark.parametrize("moved", [301, 302, 303, 307])
+@pytest.mark.parametrize("failure", ["connect", "connect-timeout", "internal-unsent"])
+def test_a_create_redirected_to_an_address_that_cannot_be_reached_may_have_made_a_task(
+    moved: int, failure: str
+) -> None:
+    """A create answered by a redirect whose next hop never connected (the host
+    restarting, or its name rebound and refused unsent) was read as "nothing was
+    sent" of the create: sent again (paid twice), or called "not created". The POST
+    was sent and answered: outcome unknown, never sent again."""
+    posts: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if str(request.url).endswith("/ep"):
+            posts.append(request.method)
+            return httpx.Response(moved, headers={"Location": f"{request.url}/requests/r1"})
+        if failure == "connect":
+            raise httpx.ConnectError("refused", request=request)
+        if failure == "connect-timeout":
+            raise httpx.ConnectTimeout("no connection", request=request)
+        raise InternalAddress("rebound", request=request, sent=False)
+
+    gw = Gateway(BASE, KEY, transport=httpx.MockTransport(handle), max_retries=2)
+    with pytest.raises(OutcomeUnknown, match=r"redirect.*may exist") as raised:
+        run(gw.create("ep", b"{}"))
+    assert not created_nothing(raised.value)
+    assert posts == ["POST"]
 
 
 class CharactersCounted(OneTaskGateway):

@@ -63,7 +63,7 @@ from .lab.batch_cli import (
     run_batch,
     say_error,
 )
-from .protocol.records import Result
+from .protocol.records import Result, says_cancelled
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
 from .simulator import cli as simulator_cli
@@ -424,6 +424,9 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         why = terminal_text(exc.detail or exc.message)
         said = f"{rid}: cancel refused by the gateway: {why}; the task may still run (and bill)"
         return say(args, out, said, EXIT_NOT_DONE)
+    last = job.last_status  # a 400/409 asked it: the task ended meanwhile, not cancelled
+    if last is not None and _says_it_ended(last) and not says_cancelled(last.status, None):
+        return _ended(args, endpoint, last.status, sent=True)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
 
 
@@ -485,16 +488,17 @@ def _what_it_answered(exc: Exception) -> str:
     return f"the gateway did not answer in time ({error_words(exc)})"
 
 
-def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
+def _ended(args: argparse.Namespace, endpoint: str, status: str, *, sent: bool = False) -> int:
     """``status`` or ``cancel`` of a task that has ended: its last status, as the ledger
     recorded it (the gateway that made it may be gone: an embedded simulator ends with
-    its process) or the gateway said. A cancel sends nothing and exits 1."""
+    its process) or the gateway said. A cancel sends nothing and exits 1; ``sent``: one
+    sent came too late (the task ended between the status ask and the cancel)."""
     rid = args.request_id
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
         return say(args, out, f"{rid}: {terminal_text(status)} (ended)")
-    out["cancel"] = "not sent: the task had already ended"
+    out["cancel"] = ("too late" if sent else "not sent") + ": the task had already ended"
     said = f"{rid}: not cancelled: it had already ended ({terminal_text(status)})"
     return say(args, out, said, EXIT_NOT_DONE)
 

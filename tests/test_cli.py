@@ -1035,6 +1035,52 @@ def test_a_cancel_the_gateway_refuses_of_a_running_task_is_said_refused(
     assert handler.cancels == 2
 
 
+class CompletesAsCancelled(JsonHandler):
+    """A task running at the first status ask that completes before the cancel arrives:
+    the cancel answers 400 "Task already completed", every later status COMPLETED."""
+
+    asks = 0
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            type(self).asks += 1
+            said = "IN_PROGRESS" if type(self).asks == 1 else "COMPLETED"
+            self.send_json({"request_id": "r1", "status": said})
+        else:
+            self.send_json({"status": "COMPLETED", "outputs": []})
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "Task already completed"}, 400)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_cancel_of_a_task_that_completed_meanwhile_says_it_had_ended(
+    json_flag: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 27, fault 9: the task completed between the command's status ask and its
+    cancel; the cancel's 400 asked the status, which said COMPLETED, and the command
+    said "cancel asked", exit 0, of a task that ran to its end (billed in full)."""
+    handler = type("Gateway", (CompletesAsCancelled,), {"asks": 0})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", *json_flag]) == 1
+    finally:
+        gateway.close()
+    if json_flag:
+        found = json_out(capsys)
+        assert found["cancel"] == "too late: the task had already ended"
+        assert found["status"] == "COMPLETED"
+    else:
+        line = capsys.readouterr().out
+        assert line.startswith("r1: not cancelled: it had already ended (COMPLETED)")
+
+
 class KnowsNoTask(JsonHandler):
     """A gateway that knows no task: 404 to every status, result and cancel."""
 

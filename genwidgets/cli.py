@@ -46,10 +46,18 @@ from .errors import (
     RateLimited,
     ServerError,
     TaskTimeout,
+    Unauthorized,
     Unreachable,
 )
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_stop_hint
+from .jobs.job import (
+    CANCEL_KEPT,
+    Job,
+    ResultMissing,
+    copies_pending_words,
+    kept_cancel,
+    no_stop_hint,
+)
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
@@ -517,6 +525,26 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
+def _result_missing_words(exc: Exception) -> str:
+    return (
+        f"the gateway says the task ended, but its result address answers 404 "
+        f"({error_words(exc)}; results purged?): the task billed; its outputs cannot be read"
+    )
+
+
+def _refused_words(exc: GatewayError) -> str:
+    """A poll the gateway refused (it answered): a key refused says so, with what to do."""
+    if isinstance(exc, Unauthorized) or exc.status_code in (401, 403):
+        return (
+            f"the gateway refused this key ({error_words(exc)}): the task may still run; "
+            "fix the key, then genwidgets resume follows it again"
+        )
+    return (
+        f"the gateway refused to say how the task stands ({error_words(exc)}): the task may "
+        "still run; genwidgets resume follows it again"
+    )
+
+
 @contextlib.contextmanager
 def _still_waiting(command: str, what: Callable[[], str]) -> Iterator[None]:
     """While the block runs, a line on stderr every :data:`STILL_WAITING_EVERY` seconds:
@@ -553,9 +581,10 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         job = jobs[len(records)]
         left = max(0.0, deadline - time.monotonic())
         where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
-        ended = job.done() or (job.last_status is not None and job.last_status.done)
-        if not left and ended:  # the default wait: a copy begun runs to its end
+        if not left and job.copying is not None:  # the default wait: a copy begun runs on
             where = f"task {len(records) + 1} of {len(jobs)}, copying its outputs"
+        elif not left and job.last_status is not None and job.last_status.done:
+            where = f"task {len(records) + 1} of {len(jobs)}, fetching its result"
         return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
 
     with _still_waiting("resume", waited_on):
@@ -631,13 +660,25 @@ def _resumed(
             record["waits_again"] = True
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
+            elif isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
+                error, record["result_missing"] = _result_missing_words(job.poll_error), True
+                del record["waits_again"]
         except GenwidgetsError as exc:
             error = error_words(exc)
-            if lost_contact(job):  # not yet, not failed: the next run follows it again
+            if isinstance(exc, ResultMissing):  # it answered: said, exit 1, not "not yet"
+                error, record["result_missing"] = _result_missing_words(exc), True
+            elif lost_contact(job) and isinstance(exc, _NO_CONTACT):
                 error, record["known"] = _lost_contact_words(exc), False
-                record["waits_again"] = True
+                record["waits_again"] = True  # not yet, not failed: the next run follows it
+            elif lost_contact(job) and isinstance(exc, GatewayError):  # it answered: refused
+                error, record["known"] = _refused_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
+
+
+#: A job's end for want of contact (no answer, a fault, the rate limit): not yet, not
+#: failed; ``resume`` follows it again. A refusal (401, 403) is the gateway's answer.
+_NO_CONTACT = (NoAnswer, ServerError, Unreachable, RateLimited)
 
 
 def _waited(
@@ -659,7 +700,12 @@ def _waited(
                 silence.append(silent)
         if not (copies_to_end and job.last_status is not None and job.last_status.done):
             raise
-        return job.result()
+        while True:  # past the wait only for a copy, or a result being read, to end
+            try:
+                return job.result(timeout=1.0)
+            except TaskTimeout:
+                if job.copying is None and isinstance(job.poll_error, ResultMissing):
+                    raise  # its result address answers 404: no copy will begin
     if copies_to_end and job.copying is not None and not job.copying.done():
         result = job.result()
     return result

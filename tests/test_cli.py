@@ -838,6 +838,76 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
 
 
+class RefusesTheKey(OneTaskGateway):
+    """A gateway that now refuses the key (revoked): 401 to every status and result."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "Invalid API key"}, 401)
+
+
+def test_resume_with_a_key_the_gateway_refuses_says_so_and_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 27, fault 3: a 401 (a key revoked, a typo in cron's environment) was
+    "contact lost: the gateway did not answer", exit 75 (not yet) on every run: cron's
+    ``resume || alert`` never alerted. The gateway answered: a refusal, exit 1."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-revoked")
+    try:
+        with genwidgets.Client() as client:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+        gateway.httpd.RequestHandlerClass = RefusesTheKey
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+    finally:
+        gateway.close()
+    [record] = json_out(capsys)
+    assert not record["ok"] and not record.get("waits_again")
+    assert record["error"].startswith("the gateway refused this key (HTTP 401"), record
+    assert "did not answer" not in record["error"] and "fix the key" in record["error"]
+
+
+class ResultPurged(OneTaskGateway):
+    """Task ``r1`` said COMPLETED, whose result address answers 404 (results purged)."""
+
+    results = 0
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            type(self).results += 1
+            self.send_json({"detail": "Request not found"}, 404)
+
+
+def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 27, fault 7: a result answering 404 after COMPLETED was "contact lost: the
+    gateway did not answer", waited on past the default wait (the copy's rule, of a
+    result not read) and exit 75 on every run. It says what is known, exit 1."""
+    monkeypatch.setattr(cli, "RESUME_WAIT", 2.0)
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-purged")
+    handler = type("Gateway", (ResultPurged,), {"results": 0})
+    try:
+        with genwidgets.Client() as client:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+        gateway.httpd.RequestHandlerClass = handler
+        assert main(["resume", "--json"]) == cli.EXIT_NOT_DONE
+    finally:
+        gateway.close()
+    [record] = json_out(capsys)
+    assert record["status"] == "COMPLETED" and record["result_missing"]
+    assert not record.get("waits_again")
+    assert "did not answer" not in record["error"]
+    assert "its result address answers 404" in record["error"], record
+    assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+
+
 def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

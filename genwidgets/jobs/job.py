@@ -571,7 +571,7 @@ class Job:
             result = await self._gateway.result(self._handle, source=self._output_source)
         except RequestNotFound as exc:
             if not is_failure(status.status):
-                raise ServerError(
+                raise ResultMissing(
                     f"the gateway said {status.status}, but its result address answers "
                     f"{exc.message!r}: the task ended and bills; its result was not read",
                     status_code=exc.status_code,
@@ -770,6 +770,12 @@ def ended_by_a_cancel(result: object) -> bool:
     read it)."""
     status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
     return says_cancelled(str(status or ""), str(error_type or ""))
+
+
+class ResultMissing(ServerError):
+    """A task's status said it ended (not failed), and its result address answers 404
+    (results purged, a replica that lost them): the gateway answered, and the task
+    billed; its outputs cannot be read. Asked again as contact is, never "gone"."""
 
 
 _ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)

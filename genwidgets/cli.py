@@ -525,11 +525,9 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
-def _result_missing_words(exc: Exception) -> str:
-    return (
-        f"the gateway says the task ended, but its result address answers 404 "
-        f"({error_words(exc)}; results purged?): the task billed; its outputs cannot be read"
-    )
+def _result_missing_words(exc: ResultMissing) -> str:
+    """The gateway answered twice (ended; no result): said, never "did not answer"."""
+    return f"{exc.message} (HTTP 404; results purged?): its outputs cannot be read"
 
 
 def _refused_words(exc: GatewayError) -> str:

@@ -904,7 +904,8 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
     assert record["status"] == "COMPLETED" and record["result_missing"]
     assert not record.get("waits_again")
     assert "did not answer" not in record["error"]
-    assert "its result address answers 404" in record["error"], record
+    assert "but its result address answers 'Request not found'" in record["error"], record
+    assert "HTTP 404; results purged?" in record["error"]
     assert handler.results < 20  # the wait kept: not the whole failure limit's tries
 
 

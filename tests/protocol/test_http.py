@@ -715,3 +715,20 @@ def test_fetch_sends_the_key_to_the_gateway_origin_only() -> None:
         ("https://cdn.test/o.png", None),  # the redirect did not carry it
         ("http://gateway.test/files/x.png", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [("sk-abcdef\xa0", r"U\+00A0 \(NO-BREAK SPACE\) at character 10"), ("sk-\u00e9x", "U\\+00E9")],
+)
+def test_a_key_no_header_can_carry_is_refused_naming_the_character_never_the_key(
+    key: str, said: str
+) -> None:
+    """Review 27, fault 6: a key holding a character no header can carry (a pasted
+    no-break space) was refused in Python's codec words (UnicodeEncodeError): nothing said
+    it was the key, nor what keys may hold. The character and its place are named."""
+    with pytest.raises(ValueError, match=said) as raised:
+        Gateway(BASE, key)
+    words = str(raised.value)
+    assert "API key" in words and "codec" not in words and "sk-" not in words
+    assert not isinstance(raised.value, UnicodeError)

@@ -46,10 +46,18 @@ from .errors import (
     RateLimited,
     ServerError,
     TaskTimeout,
+    Unauthorized,
     Unreachable,
 )
 from .jobs.downloads import extension_for, safe_name
-from .jobs.job import CANCEL_KEPT, Job, copies_pending_words, kept_cancel, no_stop_hint
+from .jobs.job import (
+    CANCEL_KEPT,
+    Job,
+    ResultMissing,
+    copies_pending_words,
+    kept_cancel,
+    no_stop_hint,
+)
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
@@ -63,7 +71,7 @@ from .lab.batch_cli import (
     run_batch,
     say_error,
 )
-from .protocol.records import Result
+from .protocol.records import Result, says_cancelled
 from .serve import cli as serve_cli
 from .serve.cli import JSON_FLAG, say
 from .simulator import cli as simulator_cli
@@ -424,6 +432,9 @@ def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
         why = terminal_text(exc.detail or exc.message)
         said = f"{rid}: cancel refused by the gateway: {why}; the task may still run (and bill)"
         return say(args, out, said, EXIT_NOT_DONE)
+    last = job.last_status  # a 400/409 asked it: the task ended meanwhile, not cancelled
+    if last is not None and _says_it_ended(last) and not says_cancelled(last.status, None):
+        return _ended(args, endpoint, last.status, sent=True)
     return say(args, {"request_id": rid, "cancel": "asked"}, f"{rid}: cancel asked")
 
 
@@ -485,16 +496,17 @@ def _what_it_answered(exc: Exception) -> str:
     return f"the gateway did not answer in time ({error_words(exc)})"
 
 
-def _ended(args: argparse.Namespace, endpoint: str, status: str) -> int:
+def _ended(args: argparse.Namespace, endpoint: str, status: str, *, sent: bool = False) -> int:
     """``status`` or ``cancel`` of a task that has ended: its last status, as the ledger
     recorded it (the gateway that made it may be gone: an embedded simulator ends with
-    its process) or the gateway said. A cancel sends nothing and exits 1."""
+    its process) or the gateway said. A cancel sends nothing and exits 1; ``sent``: one
+    sent came too late (the task ended between the status ask and the cancel)."""
     rid = args.request_id
     out: dict[str, Any] = {"request_id": rid, "endpoint": endpoint, "status": status}
     if args.command == "status":
         out |= {"queue_position": None, "ended": True}
         return say(args, out, f"{rid}: {terminal_text(status)} (ended)")
-    out["cancel"] = "not sent: the task had already ended"
+    out["cancel"] = ("too late" if sent else "not sent") + ": the task had already ended"
     said = f"{rid}: not cancelled: it had already ended ({terminal_text(status)})"
     return say(args, out, said, EXIT_NOT_DONE)
 
@@ -510,6 +522,24 @@ def _lost_contact_words(exc: Exception) -> str:
     return (
         f"contact lost: the gateway did not answer ({error_words(exc)}); the task may still "
         "run or be done: genwidgets resume follows it again, with no new create"
+    )
+
+
+def _result_missing_words(exc: ResultMissing) -> str:
+    """The gateway answered twice (ended; no result): said, never "did not answer"."""
+    return f"{exc.message} (HTTP 404; results purged?): its outputs cannot be read"
+
+
+def _refused_words(exc: GatewayError) -> str:
+    """A poll the gateway refused (it answered): a key refused says so, with what to do."""
+    if isinstance(exc, Unauthorized) or exc.status_code in (401, 403):
+        return (
+            f"the gateway refused this key ({error_words(exc)}): the task may still run; "
+            "fix the key, then genwidgets resume follows it again"
+        )
+    return (
+        f"the gateway refused to say how the task stands ({error_words(exc)}): the task may "
+        "still run; genwidgets resume follows it again"
     )
 
 
@@ -549,9 +579,10 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
         job = jobs[len(records)]
         left = max(0.0, deadline - time.monotonic())
         where = f"task {len(records) + 1} of {len(jobs)}, the wait ends in {left:.0f} s"
-        ended = job.done() or (job.last_status is not None and job.last_status.done)
-        if not left and ended:  # the default wait: a copy begun runs to its end
+        if not left and job.copying is not None:  # the default wait: a copy begun runs on
             where = f"task {len(records) + 1} of {len(jobs)}, copying its outputs"
+        elif not left and job.last_status is not None and job.last_status.done:
+            where = f"task {len(records) + 1} of {len(jobs)}, fetching its result"
         return f"{job.request_id} ({job.endpoint}, {job.status_text}; {where})"
 
     with _still_waiting("resume", waited_on):
@@ -627,13 +658,25 @@ def _resumed(
             record["waits_again"] = True
             if job.last_status is None and silence and silence[0] is not None:
                 error, record["known"] = _lost_contact_words(silence[0]), False
+            elif isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
+                error, record["result_missing"] = _result_missing_words(job.poll_error), True
+                del record["waits_again"]
         except GenwidgetsError as exc:
             error = error_words(exc)
-            if lost_contact(job):  # not yet, not failed: the next run follows it again
+            if isinstance(exc, ResultMissing):  # it answered: said, exit 1, not "not yet"
+                error, record["result_missing"] = _result_missing_words(exc), True
+            elif lost_contact(job) and isinstance(exc, _NO_CONTACT):
                 error, record["known"] = _lost_contact_words(exc), False
-                record["waits_again"] = True
+                record["waits_again"] = True  # not yet, not failed: the next run follows it
+            elif lost_contact(job) and isinstance(exc, GatewayError):  # it answered: refused
+                error, record["known"] = _refused_words(exc), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
+
+
+#: A job's end for want of contact (no answer, a fault, the rate limit): not yet, not
+#: failed; ``resume`` follows it again. A refusal (401, 403) is the gateway's answer.
+_NO_CONTACT = (NoAnswer, ServerError, Unreachable, RateLimited)
 
 
 def _waited(
@@ -655,7 +698,12 @@ def _waited(
                 silence.append(silent)
         if not (copies_to_end and job.last_status is not None and job.last_status.done):
             raise
-        return job.result()
+        while True:  # past the wait only for a copy, or a result being read, to end
+            try:
+                return job.result(timeout=1.0)
+            except TaskTimeout:
+                if job.copying is None and isinstance(job.poll_error, ResultMissing):
+                    raise  # its result address answers 404: no copy will begin
     if copies_to_end and job.copying is not None and not job.copying.done():
         result = job.result()
     return result

@@ -838,6 +838,77 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
 
 
+class RefusesTheKey(OneTaskGateway):
+    """A gateway that now refuses the key (revoked): 401 to every status and result."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "Invalid API key"}, 401)
+
+
+def test_resume_with_a_key_the_gateway_refuses_says_so_and_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 27, fault 3: a 401 (a key revoked, a typo in cron's environment) was
+    "contact lost: the gateway did not answer", exit 75 (not yet) on every run: cron's
+    ``resume || alert`` never alerted. The gateway answered: a refusal, exit 1."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-revoked")
+    try:
+        with genwidgets.Client() as client:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+        gateway.httpd.RequestHandlerClass = RefusesTheKey
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+    finally:
+        gateway.close()
+    [record] = json_out(capsys)
+    assert not record["ok"] and not record.get("waits_again")
+    assert record["error"].startswith("the gateway refused this key (HTTP 401"), record
+    assert "did not answer" not in record["error"] and "fix the key" in record["error"]
+
+
+class ResultPurged(OneTaskGateway):
+    """Task ``r1`` said COMPLETED, whose result address answers 404 (results purged)."""
+
+    results = 0
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            type(self).results += 1
+            self.send_json({"detail": "Request not found"}, 404)
+
+
+def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 27, fault 7: a result answering 404 after COMPLETED was "contact lost: the
+    gateway did not answer", waited on past the default wait (the copy's rule, of a
+    result not read) and exit 75 on every run. It says what is known, exit 1."""
+    monkeypatch.setattr(cli, "RESUME_WAIT", 2.0)
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-purged")
+    handler = type("Gateway", (ResultPurged,), {"results": 0})
+    try:
+        with genwidgets.Client() as client:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+        gateway.httpd.RequestHandlerClass = handler
+        assert main(["resume", "--json"]) == cli.EXIT_NOT_DONE
+    finally:
+        gateway.close()
+    [record] = json_out(capsys)
+    assert record["status"] == "COMPLETED" and record["result_missing"]
+    assert not record.get("waits_again")
+    assert "did not answer" not in record["error"]
+    assert "but its result address answers 'Request not found'" in record["error"], record
+    assert "HTTP 404; results purged?" in record["error"]
+    assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+
+
 def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1033,6 +1104,52 @@ def test_a_cancel_the_gateway_refuses_of_a_running_task_is_said_refused(
     finally:
         gateway.close()
     assert handler.cancels == 2
+
+
+class CompletesAsCancelled(JsonHandler):
+    """A task running at the first status ask that completes before the cancel arrives:
+    the cancel answers 400 "Task already completed", every later status COMPLETED."""
+
+    asks = 0
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            type(self).asks += 1
+            said = "IN_PROGRESS" if type(self).asks == 1 else "COMPLETED"
+            self.send_json({"request_id": "r1", "status": said})
+        else:
+            self.send_json({"status": "COMPLETED", "outputs": []})
+
+    def do_PUT(self) -> None:
+        self.send_json({"detail": "Task already completed"}, 400)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_cancel_of_a_task_that_completed_meanwhile_says_it_had_ended(
+    json_flag: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 27, fault 9: the task completed between the command's status ask and its
+    cancel; the cancel's 400 asked the status, which said COMPLETED, and the command
+    said "cancel asked", exit 0, of a task that ran to its end (billed in full)."""
+    handler = type("Gateway", (CompletesAsCancelled,), {"asks": 0})
+    gateway = LoopbackServer(handler)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep", *json_flag]) == 1
+    finally:
+        gateway.close()
+    if json_flag:
+        found = json_out(capsys)
+        assert found["cancel"] == "too late: the task had already ended"
+        assert found["status"] == "COMPLETED"
+    else:
+        line = capsys.readouterr().out
+        assert line.startswith("r1: not cancelled: it had already ended (COMPLETED)")
 
 
 class KnowsNoTask(JsonHandler):

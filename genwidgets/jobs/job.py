@@ -16,6 +16,7 @@ import contextvars
 import dataclasses
 import functools
 import logging
+import re
 import sys
 import threading
 import time
@@ -480,10 +481,15 @@ class Job:
             raise
         except GatewayError as exc:
             # A 400/409 is "already finished" (a kept cancel taken after all, its answer
-            # lost) or "too late" (many gateways cancel only tasks not started): a first
-            # cancel of a task not seen ended asks the status, which says which.
+            # lost) or "too late" (many gateways cancel only tasks not started): unless
+            # its words say the task was cancelled already, a cancel (first or resent)
+            # of a task not seen ended asks the status, which says which.
             ended = exc.status_code in (400, 409) and not isinstance(exc, RateLimited)
-            if ended and not resend and not (self.last_status and self.last_status.done):
+            if (
+                ended
+                and not _says_already_cancelled(exc)
+                and not (self.last_status and self.last_status.done)
+            ):
                 with contextlib.suppress(GenwidgetsError):  # no answer: not known ended
                     await self._status_now(retries=0)
                 ended = self.last_status is not None and self.last_status.done
@@ -565,7 +571,7 @@ class Job:
             result = await self._gateway.result(self._handle, source=self._output_source)
         except RequestNotFound as exc:
             if not is_failure(status.status):
-                raise ServerError(
+                raise ResultMissing(
                     f"the gateway said {status.status}, but its result address answers "
                     f"{exc.message!r}: the task ended and bills; its result was not read",
                     status_code=exc.status_code,
@@ -764,6 +770,22 @@ def ended_by_a_cancel(result: object) -> bool:
     read it)."""
     status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
     return says_cancelled(str(status or ""), str(error_type or ""))
+
+
+class ResultMissing(ServerError):
+    """A task's status said it ended (not failed), and its result address answers 404
+    (results purged, a replica that lost them): the gateway answered, and the task
+    billed; its outputs cannot be read. Asked again as contact is, never "gone"."""
+
+
+_ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)
+
+
+def _says_already_cancelled(error: GatewayError) -> bool:
+    """A cancel's refusal in words saying the task was cancelled already ("Task already
+    cancelled"): a kept cancel taken, its answer lost; "already in progress and cannot
+    be cancelled" is not it."""
+    return _ALREADY_CANCELLED.search(str(error)) is not None
 
 
 def poll_failed_since(job: object, since: float) -> BaseException | None:

@@ -62,6 +62,11 @@ def _size(width: int, height: int, side: int) -> tuple[int, int]:
     return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
+class _NotNow(Exception):
+    """A rung failed for this machine's sake (a full disk, no memory), not the source's:
+    no preview now, and none remembered (the next display tries again)."""
+
+
 def _encode(
     source: Path, rung: Rung, clock: Callable[[], float], until: float
 ) -> bytes | None:
@@ -113,8 +118,10 @@ def _encode(
                 if kept < 2:  # a still picture (ffmpeg reads a PNG as one frame)
                     return None
             return Path(scratch.name).read_bytes()
-    except (av.error.FFmpegError, ValueError, IndexError, OSError, MemoryError):
+    except (av.error.FFmpegError, ValueError, IndexError):  # the source's own fault
         return None
+    except (OSError, MemoryError) as exc:  # this machine's (a full disk): not the source's
+        raise _NotNow from exc
 
 
 def preview_bytes(
@@ -141,7 +148,8 @@ def preview(
     none is not decoded again while it is unchanged (an empty ``.none`` beside it):
     every display of its face asked again. The ladder stops at a rung the source
     gives nothing at (a smaller one would not either) and after :data:`PREVIEW_SECONDS`
-    on ``clock``."""
+    on ``clock``; a ladder cut by that budget or by a fault of this machine's (a full
+    disk, no memory) is not remembered: the next display tries again."""
     source = Path(path)
     target = source.with_name(f"{source.name}.preview{max_bytes}.mp4")
     if is_fresh(target, source):
@@ -152,7 +160,10 @@ def preview(
     until = clock() + PREVIEW_SECONDS
     made = None
     for rung in LADDER:
-        data = _encode(source, rung, clock, until)
+        try:
+            data = _encode(source, rung, clock, until)
+        except _NotNow:
+            return None
         if data is not None and len(data) <= max_bytes:
             made = data
             break
@@ -161,7 +172,7 @@ def preview(
     try:
         if made is not None:
             return write_atomically(target, made)
-        if source.is_file():
+        if source.is_file() and clock() <= until:  # out of time: tried at the next display
             write_atomically(none, b"")
     except OSError:
         pass

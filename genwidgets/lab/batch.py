@@ -143,6 +143,15 @@ def not_sent_for(refused: Exception) -> str | None:
     return None
 
 
+def _cancel_refused(job: object) -> str | None:
+    """The gateway's refusal of a job's cancel ("too late" to a task running: it bills to
+    its end), in its words; None when none was refused (taken, kept, or none asked)."""
+    error = getattr(job, "cancel_error", None)
+    if error is None or getattr(job, "cancel_requested", True) or kept_cancel(job) is not None:
+        return None
+    return str(error)
+
+
 class Batch:
     """Rows of data sent as tasks, each followed to its files; see the module docstring
     and ``gw.batch``."""
@@ -772,8 +781,12 @@ class Batch:
                 elif row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
                     late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
                     kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
+                    refused = _cancel_refused(row.job)  # "too late": nothing will stop it
                     ended = (  # a gateway may accept a cancel and go on
-                        f"its cancel did not end it within {CANCEL_GRACE:g} s"
+                        f"its cancel was refused by the gateway ({refused}), so it bills to "
+                        "its end"
+                        if refused is not None
+                        else f"its cancel did not end it within {CANCEL_GRACE:g} s"
                         if kept is None
                         else f"its cancel was {kept[0]} within {CANCEL_GRACE:g} s ({kept[1]}; "
                         "sent again while this process runs)"

@@ -17,6 +17,7 @@ import logging
 import random
 import re
 import time
+import unicodedata
 import urllib.parse
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -325,9 +326,38 @@ def _nothing_sent(exc: Exception) -> bool:
     return isinstance(exc, _NOT_SENT) or (isinstance(exc, InternalAddress) and not exc.sent)
 
 
+def _after_a_redirect(exc: Exception, url: str) -> bool:
+    """Whether a failed request is a hop a redirect led to, not the create's own POST:
+    that POST was sent and answered (a 303's "made, see there"), so nothing the next
+    hop meets, unsent or not, makes the create safe to send again."""
+    try:
+        request = exc.request if isinstance(exc, httpx.RequestError) else None
+    except RuntimeError:  # httpx's words for a failure told no request
+        return False
+    return request is not None and (request.method != "POST" or request.url != httpx.URL(url))
+
+
+def _unsendable(text: str) -> str | None:
+    """Words for the first character of a key no header can carry (not printable
+    ASCII: a pasted no-break space, a curly quote, a newline), naming the character and
+    its place, never the key; None when every character can go."""
+    for place, char in enumerate(text, 1):
+        if not (char.isascii() and char.isprintable()):
+            name = unicodedata.name(char, "a control character")
+            return (
+                f"the API key (api_key or GENWIDGETS_API_KEY) holds U+{ord(char):04X} "
+                f"({name}) at character {place}, which no HTTP header can carry (pasted "
+                "with a space or a quote?): keys are printable ASCII"
+            )
+    return None
+
+
 def _headers(key: Secret | None, extra: Mapping[str, str] | None) -> httpx.Headers:
     """The client's headers; the key is read in this one expression and held only by
-    ``httpx.Headers``, whose repr hides it (no frame keeps it as a str)."""
+    ``httpx.Headers``, whose repr hides it (no frame keeps it as a str). A key no
+    header can carry is refused in words of its own, not Python's codec's."""
+    if key and (words := _unsendable(key.reveal())) is not None:
+        raise ValueError(words)
     return httpx.Headers(
         {**({"Authorization": "Bearer " + key.reveal()} if key else {}), **dict(extra or {})}
     )
@@ -596,6 +626,14 @@ class Gateway:
                     leaving=leaving,
                 )
             except _NO_ANSWER as exc:
+                if _after_a_redirect(exc, url):
+                    raise OutcomeUnknown(
+                        "the create request was answered by a redirect, whose address then "
+                        f"could not be reached ({redact(failure_words(exc))}); a task may "
+                        "exist and is not retried to avoid a duplicate. Check "
+                        "client.history() before submitting again.",
+                        endpoint=endpoint,
+                    ) from None
                 if not _nothing_sent(exc):
                     raise OutcomeUnknown(
                         "the create request was sent but no whole answer arrived "

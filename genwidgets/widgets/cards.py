@@ -25,7 +25,7 @@ from ..lab.plan import differing_params
 from ..protocol.records import Output
 from . import markup
 from ._style import StatusLook, format_elapsed
-from .lasting import thumbnail_src
+from .lasting import FACE_OUTPUTS, left_out_html, thumbnail_src
 from .render import source_of, to_html
 from .task import job_look
 from .ticker import TICKER, Throttle, guarded, stop_following
@@ -134,7 +134,10 @@ def card_html(
     parameters, the error, the request_id."""
     spec = _endpoint(data.endpoint)
     if outputs and data.outputs:
-        media = markup.columns((to_html(o) for o in data.outputs), 110, 4)
+        shown = data.outputs[:FACE_OUTPUTS]  # as every face: the others counted
+        media = markup.columns((to_html(o) for o in shown), 110, 4)
+        if (more := left_out_html(len(data.outputs))) is not None:
+            media = markup.join([media, more])
     else:
         media = markup.card_thumb(thumbnail(data.outputs, spec.kind if spec else None))
     payload = data.payload or {}

@@ -993,6 +993,33 @@ def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_agai
 
 
 @pytest.mark.parametrize("then", ["IN_PROGRESS", "COMPLETED"])
+def test_a_kept_cancel_resent_and_refused_too_late_is_a_refusal_unless_the_task_ended(
+    then: str, client: gw.Client, fake: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 27, fault 2: a cancel kept (502) while the task queued, resent once it ran,
+    answered 400 "already in progress and cannot be cancelled", was recorded as taken:
+    no error, nothing sent again, nothing said, and the task billed on. The resend's
+    400 asks the status, as a first cancel's does: a refusal unless it says ended."""
+    monkeypatch.setattr(job_module, "next_interval", lambda *_: 0.02)  # resends try often
+    fake.next_statuses = [{"status": "IN_PROGRESS"}] * 1000
+    too_late = error(400, {"detail": "Request is already in progress and cannot be cancelled"})
+    fake.faults["cancel"].extend([error(502, {"detail": "Bad Gateway"})] * 3 + [too_late] * 50)
+    job = submit(client)
+    if then == "COMPLETED":
+        task = fake.tasks[job.request_id]
+        task.statuses, task.result = [{"status": then}], None  # ended: its result not yet there
+    with pytest.raises(gw.ServerError):
+        job.cancel()
+    wait_for(lambda: not job.cancel_kept, "the kept cancel answered", limit=10)
+    assert fake.count("cancel") == 4
+    if then == "IN_PROGRESS":
+        assert not job.cancel_requested and job.cancel_error is not None
+        assert "cannot be cancelled" in str(job.cancel_error) and not job.done()
+    else:
+        assert job.cancel_requested and job.cancel_error is None
+
+
+@pytest.mark.parametrize("then", ["IN_PROGRESS", "COMPLETED"])
 def test_a_first_cancel_answered_400_is_a_refusal_unless_the_status_says_it_ended(
     then: str, client: gw.Client, fake: FakeGateway
 ) -> None:

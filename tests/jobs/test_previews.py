@@ -10,6 +10,7 @@ import pytest
 from jobs.video_samples import busy_mp4
 from PIL import Image
 
+from genwidgets.jobs import previews
 from genwidgets.jobs.previews import (
     LADDER,
     MAX_SOURCE_FPS,
@@ -138,3 +139,28 @@ def test_a_preview_stops_at_its_time_budget(tmp_path: Path) -> None:
         return next(times, 10 * PREVIEW_SECONDS)
 
     assert preview(source, clock=clock) is None
+
+
+def test_a_preview_that_ran_out_of_time_or_met_a_disk_fault_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 27, fault 4: a ladder stopped by its wall-clock budget (a busy machine), or
+    a scratch file on a full disk, was remembered as "this video gives none" (an empty
+    ``.none``): no display of its face tried again while the video was unchanged. Only
+    the source's own fault is remembered; the next display makes the preview."""
+    source = _video(tmp_path / "0.mp4", width=64, height=48, seconds=2)
+    readings = iter(range(0, 10_000, 30))  # every reading 30 s past the one before
+
+    def busy() -> float:
+        return float(next(readings))
+
+    assert preview(source, clock=busy) is None
+
+    def disk_full(*_args: object, **_kw: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(previews.tempfile, "NamedTemporaryFile", disk_full)
+    assert preview(source) is None
+    monkeypatch.undo()
+    made = preview(source)
+    assert made is not None and made.stat().st_size > 0

@@ -668,6 +668,33 @@ def test_a_row_whose_deadline_cancel_was_not_taken_says_so(
         gateway.close()
 
 
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_the_gateway_refused_says_it_bills_on(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 27, fault 8: a deadline cancel the gateway refused at once (400 "too late"
+    to a task running, which nothing will stop) was said "its cancel did not end it", as
+    if taken: the user was not told the task bills to its end."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
+    refused = type("Gateway", (CancelRefused,), {"cancels": 0, "answer": 400})
+    gateway = LoopbackServer(refused)
+    try:
+        with gw.Client(
+            gateway.base, "key-of-a-loopback-gateway", ledger=False, max_retries=0
+        ) as client:
+            batch = gw.batch(
+                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
+            ).wait(timeout=120, progress="none")
+            row = batch.rows[0]
+            assert row.status == "left running" and refused.cancels == 1
+            assert "its cancel did not end it" not in (row.error or "")
+            assert "its cancel was refused by the gateway (" in (row.error or ""), row.error
+            assert "cancel backend down" in (row.error or "")
+            assert "bills to its end" in (row.error or "")
+    finally:
+        gateway.close()
+
+
 class KeyRefused(OneTaskGateway):
     """A gateway that takes the create, then refuses the key on every poll while
     ``refused`` is set (a teacher revoked it, then gave it back): the task goes on."""

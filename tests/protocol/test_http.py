@@ -21,6 +21,7 @@ from genwidgets._client import created_nothing
 from genwidgets.errors import OutcomeUnknown
 from genwidgets.protocol import http
 from genwidgets.protocol.body import Answer
+from genwidgets.protocol.fetch import InternalAddress
 from genwidgets.protocol.gate import GATE_CEILING
 from genwidgets.protocol.http import RETRY_AFTER_MOST, Gateway, RateGate, parse_retry_after
 from genwidgets.protocol.records import Handle, queue_url
@@ -505,6 +506,34 @@ def test_a_create_redirected_to_a_get_that_is_refused_may_have_made_a_task(
     assert len(posts) == 1
 
 
+@pytest.mark.parametrize("moved", [301, 302, 303, 307])
+@pytest.mark.parametrize("failure", ["connect", "connect-timeout", "internal-unsent"])
+def test_a_create_redirected_to_an_address_that_cannot_be_reached_may_have_made_a_task(
+    moved: int, failure: str
+) -> None:
+    """A create answered by a redirect whose next hop never connected (the host
+    restarting, or its name rebound and refused unsent) was read as "nothing was
+    sent" of the create: sent again (paid twice), or called "not created". The POST
+    was sent and answered: outcome unknown, never sent again."""
+    posts: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if str(request.url).endswith("/ep"):
+            posts.append(request.method)
+            return httpx.Response(moved, headers={"Location": f"{request.url}/requests/r1"})
+        if failure == "connect":
+            raise httpx.ConnectError("refused", request=request)
+        if failure == "connect-timeout":
+            raise httpx.ConnectTimeout("no connection", request=request)
+        raise InternalAddress("rebound", request=request, sent=False)
+
+    gw = Gateway(BASE, KEY, transport=httpx.MockTransport(handle), max_retries=2)
+    with pytest.raises(OutcomeUnknown, match=r"redirect.*may exist") as raised:
+        run(gw.create("ep", b"{}"))
+    assert not created_nothing(raised.value)
+    assert posts == ["POST"]
+
+
 class CharactersCounted(OneTaskGateway):
     """A gateway whose status answers count characters in their Content-Length (a
     common server bug): the bytes past it stay on the kept-alive connection."""
@@ -686,3 +715,20 @@ def test_fetch_sends_the_key_to_the_gateway_origin_only() -> None:
         ("https://cdn.test/o.png", None),  # the redirect did not carry it
         ("http://gateway.test/files/x.png", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [("sk-abcdef\xa0", r"U\+00A0 \(NO-BREAK SPACE\) at character 10"), ("sk-\u00e9x", "U\\+00E9")],
+)
+def test_a_key_no_header_can_carry_is_refused_naming_the_character_never_the_key(
+    key: str, said: str
+) -> None:
+    """Review 27, fault 6: a key holding a character no header can carry (a pasted
+    no-break space) was refused in Python's codec words (UnicodeEncodeError): nothing said
+    it was the key, nor what keys may hold. The character and its place are named."""
+    with pytest.raises(ValueError, match=said) as raised:
+        Gateway(BASE, key)
+    words = str(raised.value)
+    assert "API key" in words and "codec" not in words and "sk-" not in words
+    assert not isinstance(raised.value, UnicodeError)

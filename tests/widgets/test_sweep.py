@@ -11,6 +11,9 @@ from widgets.taskfakes import IMAGE_OUT, FakeClient, FakeJob, on_thread
 import genwidgets as gw
 from genwidgets.errors import PayloadError, ServerError
 from genwidgets.lab.sweep import plan_sweep
+from genwidgets.protocol.records import Result
+from genwidgets.widgets.cards import CardData, card_html
+from genwidgets.widgets.lasting import FACE_OUTPUTS
 from genwidgets.widgets.sweep import Sweep, sweep
 
 pytestmark = pytest.mark.usefixtures("fast_ticker")
@@ -254,3 +257,28 @@ def test_creates_failing_in_a_row_pause_the_sweep_and_its_button_goes_on(
     assert jobs.run.paused is None and posted == seeds  # the 4 held, once each
     assert sorted((j.payload or {})["seed"] for j in jobs) == seeds[8:]  # each once
     assert button.description == "submitted" and button.disabled
+
+
+def test_a_sweep_cells_card_lays_out_at_most_face_outputs_and_counts_the_rest(
+    catalog: None,
+) -> None:
+    """Review 27, fault 5: every face laid out at most ``FACE_OUTPUTS`` outputs but a
+    sweep cell's card (``JobCard(outputs=True)``), which laid out all of a result's:
+    10,000 outputs were ~1.2 MB of widget state a cell and 10,000 image requests."""
+    total = FACE_OUTPUTS + 40
+    result = Result.from_body(
+        {
+            "status": "COMPLETED",
+            "outputs": [
+                {"url": f"https://cdn.example/{i}.png", "content_type": "image/png"}
+                for i in range(total)
+            ],
+        },
+        endpoint="test-video",
+        request_id="r1",
+    )
+    job = FakeJob("test-video", request_id="r1")
+    job.last_result = result
+    html = str(card_html(CardData.of_job(job), outputs=True))
+    assert html.count("cdn.example/") == FACE_OUTPUTS
+    assert "40 more outputs not shown" in html

@@ -407,7 +407,9 @@ class Grid(CommandView):
             status = "sending" if cell.unsent and self.run.sending else status_of(cell)
         outputs = self._outputs.get(cell.index)
         if outputs is None:
-            outputs = [_output_record(o) for o in cell.outputs]
+            # at most CELL_OUTPUTS, as the page and the lightbox: the state holds a record
+            # per output, and a result may list thousands; `outputs_total` counts them all
+            outputs = [_output_record(o) for o in cell.outputs[:CELL_OUTPUTS]]
             if cell.done:
                 self._outputs[cell.index] = outputs
                 made = _drawn_thumbs(cell.outputs)
@@ -428,6 +430,7 @@ class Grid(CommandView):
             "status": status,
             "error": error,
             "outputs": outputs,
+            "outputs_total": len(cell.outputs),
             "request_id": cell.request_id,
             "payload": json.loads(json.dumps(cell.payload, default=str)),  # as the page gets it
             "endpoint": cell.endpoint,

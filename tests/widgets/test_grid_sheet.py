@@ -206,6 +206,10 @@ def test_a_page_holds_a_cells_outputs_up_to_the_clients_cap_and_counts_the_rest(
     lightbox = ask(grid, "_ask_full", {"index": 0})
     assert len(lightbox["outputs"]) == CELL_OUTPUTS
     assert lightbox["more"].startswith("30 more outputs not shown")
+    # the live cell's record stops at the cap too, and says how many there are (it held
+    # one record per output: 10,000 outputs were 10,000 records in the widget's state)
+    [cell] = grid.cell_states
+    assert (len(cell["outputs"]), cell["outputs_total"]) == (CELL_OUTPUTS, CELL_OUTPUTS + 30)
     grid.close()
 
 

@@ -320,7 +320,8 @@ function render({ model, el }) {
     } else {
       thumb.append(make("span", "gw-grid-status", cell.status));
     }
-    if (cell.outputs.length > 1) thumb.append(make("span", "gw-grid-count", String(cell.outputs.length)));
+    const total = cell.outputs_total ?? cell.outputs.length; // the records stop at the cap
+    if (total > 1) thumb.append(make("span", "gw-grid-count", String(total)));
     if (cell.outputs.length || cell.request_id) {
       thumb.classList.add("gw-grid-clickable");
       thumb.title = "enlarge";

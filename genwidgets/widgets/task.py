@@ -321,8 +321,9 @@ class TaskView(CommandView):
             self.cancel_error = kept if ended else f"{kept} (Cancel sends it now)"
             return False
         failed = getattr(job, "cancel_error", None)
-        if failed is not None and self._cancel_clicked:
-            self._cancel_clicked = False
+        refused_later = self._kept_said and not job.cancel_requested  # sent again, refused
+        if failed is not None and (self._cancel_clicked or refused_later):
+            self._cancel_clicked = self._kept_said = False
             self.cancel_error = f"cancel failed: {failed}"
         elif self._kept_said:
             self._kept_said, self.cancel_error = False, ""  # the kept cancel was taken

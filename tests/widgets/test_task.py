@@ -217,6 +217,23 @@ def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -
     assert wait_for(lambda: view.cancel_error.endswith("the task ended first"))  # moot
 
 
+def test_a_kept_cancel_the_gateway_then_refuses_is_said_refused_never_taken() -> None:
+    """A kept cancel sent again and refused (a 400: the task runs and cannot be
+    cancelled) leaves the job's cancel refused: the view cleared its words as if the
+    cancel had been taken, and showed nothing while the task billed on (review-27)."""
+    job = FakeJob()
+    view = TaskView(job)
+    view.click_cancel()
+    job.cancel_error = gw.ServerError("HTTP 502: Bad Gateway")
+    job.run()
+    assert wait_for(lambda: view.cancel_error.startswith("cancel not taken"))
+    job.cancel_error = gw.GatewayError("Task cannot be cancelled", status_code=400)
+    job.cancel_requested = False  # the job's refusal
+    job.queue(1)
+    assert wait_for(lambda: view.cancel_error.startswith("cancel failed"))
+    assert "cannot be cancelled" in view.cancel_error and not view.cancel_requested
+
+
 def test_a_kept_cancel_is_taken_once_the_task_ends_cancelled() -> None:
     """A task that ended cancelled while its job kept the cancel (its answers lost) was
     said to have "ended first": the cancel was "not taken", though it ended the task."""

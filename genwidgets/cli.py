@@ -44,6 +44,7 @@ from .errors import (
     LedgerError,
     NoAnswer,
     RateLimited,
+    ResultMissing,
     ServerError,
     TaskTimeout,
     Unauthorized,
@@ -53,7 +54,6 @@ from .jobs.downloads import extension_for, safe_name
 from .jobs.job import (
     CANCEL_KEPT,
     Job,
-    ResultMissing,
     copies_pending_words,
     kept_cancel,
     no_stop_hint,

@@ -1,5 +1,4 @@
 """The one exception tree, as in httpx; why: docs/decisions.md#client-api-and-the-error-tree::
-
     GenwidgetsError
     ├── PayloadError (also ValueError)      .errors: [{"loc": ("field", ...), "msg": str}]
     ├── GatewayError                        an answer came; .status_code .code .detail .request_id
@@ -12,6 +11,7 @@
     │   ├── RequestNotFound                 404 "Request not found"
     │   ├── RuntimeFailed                   "Runtime execution failed"
     │   └── ServerError                     5xx, or a broken answer to status/result/cancel
+    │       └── ResultMissing               said ended; its result answers 404 (billed)
     ├── NoAnswer                            no (readable) answer came: do not retry it blindly
     │   ├── Unreachable                     nothing was sent (connect failed): safe to try again
     │   ├── OutcomeUnknown                  create sent, answer lost: a task may exist
@@ -63,6 +63,7 @@ __all__ = [
     "PayloadError",
     "RateLimited",
     "RequestNotFound",
+    "ResultMissing",
     "RuntimeFailed",
     "ServeError",
     "ServerError",
@@ -205,6 +206,12 @@ class ServerError(GatewayError):
     """A 5xx, or an unreadable or broken-off answer, to a status, result or cancel
     request, after the allowed retries. Never raised for a create (a task may exist
     then: :class:`OutcomeUnknown`), so retrying on it never pays twice."""
+
+
+class ResultMissing(ServerError):
+    """A task's status said it ended (not failed), and its result address answers 404
+    (results purged, a replica that lost them): the gateway answered, and the task
+    billed; its outputs cannot be read. Asked again as contact is, never "gone"."""
 
 
 class NoAnswer(GenwidgetsError):

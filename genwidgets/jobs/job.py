@@ -31,6 +31,7 @@ from ..errors import (
     GenwidgetsError,
     RateLimited,
     RequestNotFound,
+    ResultMissing,
     ServerError,
     TaskTimeout,
     Unreachable,
@@ -770,12 +771,6 @@ def ended_by_a_cancel(result: object) -> bool:
     read it)."""
     status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
     return says_cancelled(str(status or ""), str(error_type or ""))
-
-
-class ResultMissing(ServerError):
-    """A task's status said it ended (not failed), and its result address answers 404
-    (results purged, a replica that lost them): the gateway answered, and the task
-    billed; its outputs cannot be read. Asked again as contact is, never "gone"."""
 
 
 _ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)

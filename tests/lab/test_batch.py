@@ -1079,9 +1079,11 @@ def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_c
                 row.cancel_asked_at -= 10.0
             DownThenBack.down = False  # the gateway is back
             batch.submit().wait(timeout=60, progress="none")
-            assert row.job is not old
-            assert row.status == "timed out", row.error
-            assert DownThenBack.taken == 1  # the cancel asked of the task followed again
+            assert row.job is not old and row.job.cancel_requested  # asked of the new job
+            assert row.status == "timed out", row.error  # not "left running"
+            # the gateway took a cancel of the task; the old job's kept cancel, on the wire
+            # as its polls gave up, may land once the gateway is back too (the same task)
+            assert DownThenBack.taken in (1, 2)
     finally:
         gateway.close()
 

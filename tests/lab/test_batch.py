@@ -890,6 +890,42 @@ def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_giv
     assert "cancelled at the gateway" in (row.error or "")
 
 
+class CancelAnsweredLate(OutUntilCancelled):
+    """:class:`OutUntilCancelled` answering a cancel only once two more polls have had
+    their 503: the job following the task past its deadline has given up by then."""
+
+    heard = threading.Condition()
+
+    def do_GET(self) -> None:
+        super().do_GET()
+        with self.heard:
+            self.heard.notify_all()
+
+    def do_PUT(self) -> None:
+        arrived = type(self).polls
+        with self.heard:
+            self.heard.wait_for(lambda: type(self).polls >= arrived + 2, timeout=30)
+        super().do_PUT()
+
+
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_followed_again(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row out of contact at its deadline is followed again and its cancel asked; that
+    job's polls give up while the cancel is still on its way, and the gateway then takes
+    it. The row was ``unknown`` ("contact lost, past its timeout") though its task was
+    cancelled; now a cancel not failed is followed once more, and the row is ``timed out``
+    (CI under load met this order by chance)."""
+    CancelAnsweredLate.polls = CancelAnsweredLate.cancels = 0
+    CancelAnsweredLate.cancelled = False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
+    [row] = sent_to(CancelAnsweredLate, tmp_path, timeout=4, client_options=patience).rows
+    assert CancelAnsweredLate.cancels == 1
+    assert row.status == "timed out", row.error
+    assert "cancelled at the gateway" in (row.error or "")
+
+
 class ManyTasks(JsonHandler):
     """A gateway of many tasks that answers every poll and cancel at once: a task runs
     until its cancel (``cancelled``), then is CANCELLED."""

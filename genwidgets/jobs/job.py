@@ -140,6 +140,9 @@ class Job:
         #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
         #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
+        #: the gateway answered a cancel by taking it (or said the task had ended): one
+        #: following the task again need not ask it again
+        self.cancel_taken = False
         #: why its last poll failed for want of contact (a 5xx, no answer) and when
         #: (``time.time()``); both None once a status answers (:func:`poll_failed_since`)
         self.poll_error: BaseException | None = None
@@ -525,6 +528,7 @@ class Job:
 
     def _cancel_taken(self) -> None:
         """The gateway took the cancel, or the task ended: a kept cancel is no more."""
+        self.cancel_taken = True
         if self.cancel_error is not None:
             self.cancel_error = None
             self._notify()

@@ -303,7 +303,7 @@ class Batch:
         if (row.user_cancelled or deadline) and not job.done():  # it holds for the task
             row.cancel_asked_at = time.time()
             row.word_at_cancel = job.last_status if deadline else None
-            taken = getattr(old, "cancel_requested", False) and kept_cancel(old) is None
+            taken = getattr(old, "cancel_taken", False)  # answered: not one on its way
             row.cancel_taken = same_task and (row.cancel_taken or taken)
             if not row.cancel_taken:  # one the gateway took holds: not asked again
                 job.request_cancel()

@@ -13,8 +13,10 @@ import asyncio
 import concurrent.futures
 import itertools
 import json
+import math
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,40 @@ _TICKETS = itertools.count(1)
 #: disk, or its note kept beside the file) before it is refused: the keeper's start
 #: (``STALL``), the pending file's lock (``PENDING_LOCK_WAIT``) and one fsync
 KEEP_WAIT = PENDING_LOCK_WAIT + 2.0
+
+
+#: the time of this process's latest intent, and the lock of its step (see _intent_time)
+_latest_intent = [0.0]
+_intent_lock = threading.Lock()
+#: seconds a clock may go back (an NTP step) and intents still be stamped after the
+#: latest: past that, the clock's own time, as it says
+INTENT_CLOCK_BACK = 1.0
+
+
+def _intent_time(now: float) -> float:
+    """``now`` as an intent's time: later than this process's latest intent's, by a
+    float's least step when the clock has not moved (a coarse clock: Windows'
+    ``time.time()`` before Python 3.13 ticks every 15.6 ms). An intent is named in every
+    process by its host, pid, time and endpoint (the pending notes, another process's
+    merge): two held creates of one tick were one intent there, and the second paid task's
+    handle replaced the first's on its row (ledgermend6)."""
+    with _intent_lock:
+        latest = _latest_intent[0]
+        if latest - INTENT_CLOCK_BACK < now <= latest:
+            now = math.nextafter(latest, math.inf)
+        _latest_intent[0] = now
+    return now
+
+
+def _new_intent_lock() -> None:
+    """A forked child's lock of :func:`_intent_time` (a thread of the parent may have
+    held it at the fork: no thread of the child would ever release it)."""
+    global _intent_lock
+    _intent_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_new_intent_lock)
 
 
 def _done(value: Any) -> concurrent.futures.Future[Any]:
@@ -318,7 +354,7 @@ class LedgerWrites:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
         stored = json.dumps(scrub_payload(payload))
-        now = self._clock()
+        now = _intent_time(self._clock())
         ticket = -next(_TICKETS)
         self._intents[ticket] = (now, endpoint)
 

@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reliability.harness import wait_until
 
+from genwidgets.errors import LedgerWarning
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.jobs.ledger.file import merge_notes
+from genwidgets.protocol.records import Handle
 
 ENDPOINT = "asset-get"
+GATEWAY = "http://gw"
 #: the processes whose notes share one pending file: two hosts, the same pid on both,
 #: every process numbering its tickets from -1
 PROCESSES = [("host-a", 100), ("host-a", 200), ("host-b", 100), ("host-b", 300)]
@@ -181,3 +185,68 @@ def test_a_merge_does_not_look_through_the_table_once_per_note(tmp_path: Path) -
     _, large, _ = _scenario(per_process=600, seed=1)
     ratio = _merge_steps(large, tmp_path) / max(1, _merge_steps(small, tmp_path))
     assert ratio < 8, f"4x the notes took {ratio:.1f}x the steps"
+
+
+def test_two_held_creates_of_one_instant_each_keep_their_paid_task(tmp_path: Path) -> None:
+    """Two creates whose intents a lock held, made within one tick of a coarse clock
+    (Windows' ``time.time()`` before Python 3.13 ticks every 15.6 ms): their intents'
+    notes were kept beside the file, and once the lock freed the second intent took
+    the first's row as "recorded from its note" (an intent is named by its process,
+    time and endpoint), so the second paid task's handle replaced the first's on that
+    row: the first task was in no row. Each create has its own row, each task its own."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    pending = path.with_name(path.name + ".pending.jsonl")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's lock
+    try:
+        with Ledger(path, busy_timeout=0.2, intent_wait=0, clock=lambda: 1_000_000.0) as led:
+            tickets = [
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": n})
+                for n in (1, 2)
+            ]
+            wait_until(
+                lambda: pending.exists() and pending.read_text().count('"ticket"') == 2,
+                30,
+                "both intents kept beside the file",
+            )
+            holder.execute("ROLLBACK")  # the lock frees
+            for n, ticket in zip((1, 2), tickets, strict=True):
+                led.writes.record_handle(
+                    ticket, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+                )
+            assert led.flush(30)
+    finally:
+        holder.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id FROM tasks ORDER BY id").fetchall()
+    assert sorted((json.loads(p)["n"], r) for p, r in rows) == [(1, "paid-1"), (2, "paid-2")]
+
+
+def test_a_pending_file_keeps_two_intents_of_one_instant_apart(tmp_path: Path) -> None:
+    """The notes a process left at exit, two of its creates made within one tick of a
+    coarse clock: merged, each intent is its own row and each handle reaches its own
+    (the second intent was read as the first's copy, and its paid task was dropped)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    pending = path.with_name(path.name + ".pending.jsonl")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        led = Ledger(path, busy_timeout=0.2, intent_wait=0, clock=lambda: 1_000_000.0)
+        for n in (1, 2):
+            ticket = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": n})
+            led.writes.record_handle(
+                ticket, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+            )
+        with pytest.warns(LedgerWarning, match="NOT recorded"):
+            led.close()  # the lock outlasts the wait: the notes are left behind
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert pending.exists()
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id FROM tasks ORDER BY id").fetchall()
+    assert sorted((json.loads(p)["n"], r) for p, r in rows) == [(1, "paid-1"), (2, "paid-2")]

@@ -415,6 +415,10 @@ class LedgerFile:
         #: writes given up because the file failed them for another reason than a busy
         #: file or a disk fault
         self.dropped = 0
+        #: the highest row id this process's writer was handed (an intent's): a fresh
+        #: file started after a damaged one was set aside numbers its rows above it, so a
+        #: create in flight names no row there, never another's (see :meth:`_number_above`)
+        self.ids_from = 0
         #: the file was checked for damage when the disk fault keeping writes appeared:
         #: the retries until it is written again do not check it again (each check reads
         #: the whole file, every second while a disk stays full)
@@ -635,6 +639,7 @@ class LedgerFile:
                     mask_addresses(conn)
                 finally:
                     self.masking = False
+            self._number_above(conn)
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -657,6 +662,25 @@ class LedgerFile:
             conn.close()
             raise
         return conn
+
+    def _number_above(self, conn: sqlite3.Connection) -> None:
+        """Start the file's row ids past :attr:`ids_from` (written only when they would
+        start below: a fresh file after a damaged one was set aside under this process's
+        creates in flight). Numbered from 1 again, a create's row id of the file set aside
+        named another create's row there, and its paid task's handle replaced that one's
+        (ledgermend6)."""
+        if not self.ids_from:
+            return
+        found = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'tasks'").fetchone()
+        if found is not None and found[0] >= self.ids_from:
+            return
+        with immediate(conn):
+            conn.execute("DELETE FROM sqlite_sequence WHERE name = 'tasks'")
+            conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('tasks', "
+                "max(?, (SELECT coalesce(max(id), 0) FROM tasks)))",
+                (self.ids_from,),
+            )
 
     def _set_aside(self, why: LedgerError) -> None:
         """Move an unusable file (and its WAL companions) aside, keeping it, and say where."""

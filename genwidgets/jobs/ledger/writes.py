@@ -208,12 +208,26 @@ class LedgerWrites:
         #: for its kept intents another process may have recorded (see :meth:`_recorded`)
         self._recorded_rows: dict[tuple[float, str], int] = {}
         self._looked_upto = 0
+        #: the intents of the creates this process is sending, by row, until their
+        #: outcome is recorded: made again for it in a fresh file (see :meth:`_made_again`)
+        self._in_flight: dict[int, tuple[str, str, str, float, str | None, str | None]] = {}
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
 
     def _settle(self, row_id: int) -> None:
         SENDING.discard((self._key, row_id))
+        self._in_flight.pop(row_id, None)
+
+    def _made_again(self, conn: sqlite3.Connection, row: int) -> int | None:
+        """The row of a create in flight made again from its intent when row ``row`` is
+        not in the file (a damaged file set aside since: its fresh one numbers past it,
+        ``LedgerFile.ids_from``), so its outcome lands on its own intent; None when it
+        is there, or no create of this process's is in flight on it."""
+        made = self._in_flight.get(row)
+        if made is None or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
+            return None
+        return _insert(conn, *made)
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
@@ -368,6 +382,8 @@ class LedgerWrites:
             row_id = found or _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
+            self._in_flight[row_id] = (gateway, endpoint, stored, now, tag, fingerprint)
+            self._file.ids_from = max(self._file.ids_from, row_id)
             return int(row_id)
 
         writer_stalled = self._queue.stalled
@@ -397,7 +413,9 @@ class LedgerWrites:
             row = self.row_of(row_id)
             try:
                 if not _set_handle(conn, row, handle, now, owner):
-                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
+                    again = self._made_again(conn, row)
+                    if again is None or not _set_handle(conn, again, handle, now, owner):
+                        raise LedgerError(f"no ledger row {row} in {self._file.path}")
                 heartbeat(conn, owner, now)
             finally:
                 self._settle(row)
@@ -455,15 +473,17 @@ class LedgerWrites:
 
         def update(conn: sqlite3.Connection) -> None:
             row = self.row_of(row_id)
+            ended = "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
+            values = (state, text, now, now if created_nothing else None)
             try:
                 changed = conn.execute(
-                    "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
-                    "WHERE id = ? AND request_id IS NULL",
-                    (state, text, now, now if created_nothing else None, row),
+                    ended + "WHERE id = ? AND request_id IS NULL", (*values, row)
                 ).rowcount
                 if not changed:
-                    exists = conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,))
-                    if exists.fetchone() is None:
+                    again = self._made_again(conn, row)
+                    if again is not None:
+                        conn.execute(ended + "WHERE id = ?", (*values, again))
+                    elif not conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
                         raise LedgerError(f"no ledger row {row} in {self._file.path}")
             finally:
                 self._settle(row)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability.harness import wait_until
+from reliability.harness import damage_root_page, wait_until
 
 from genwidgets.errors import LedgerWarning
 from genwidgets.jobs.ledger import Ledger
@@ -250,3 +250,32 @@ def test_a_pending_file_keeps_two_intents_of_one_instant_apart(tmp_path: Path) -
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT payload, request_id FROM tasks ORDER BY id").fetchall()
     assert sorted((json.loads(p)["n"], r) for p, r in rows) == [(1, "paid-1"), (2, "paid-2")]
+
+
+def test_a_create_in_flight_when_its_ledger_is_set_aside_keeps_its_paid_task(
+    tmp_path: Path,
+) -> None:
+    """A damaged ledger moved aside while a create was in flight: the fresh file numbered
+    its rows from 1 again, so the create's row id (1, of the file set aside) named the
+    next create's row there; the first paid task's handle landed on it, the second's
+    replaced it, and the first task was in no row. Each task now reaches a row of its own
+    intent (made again in the fresh file), never another create's."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, intent_wait=30) as led:
+        first = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        assert first > 0 and led.flush(30)
+        damage_root_page(path, "tasks")  # under the open ledger, its create in flight
+        with pytest.warns(LedgerWarning, match="is damaged .* moved to"):
+            second = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 2})
+        assert led.set_aside is not None
+        for n, row in ((1, first), (2, second)):
+            led.writes.record_handle(
+                row, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+            ).result(timeout=30)
+        assert led.flush(30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    assert sorted((json.loads(p)["n"], r, s) for p, r, s in rows) == [
+        (1, "paid-1", "submitted"),
+        (2, "paid-2", "submitted"),
+    ]

@@ -1,6 +1,8 @@
 """The ledger's pending notes merged at scale, and the leads of an earlier review
 (ledgermend6): a merge of thousands of notes keeps what each note records, in work
-linear in the notes."""
+linear in the notes; a row id handed to a create names its own intent's row, never
+another's, when two intents share a clock's tick and when the file is set aside under
+a create in flight."""
 
 from __future__ import annotations
 

@@ -778,13 +778,21 @@ def ended_by_a_cancel(result: object) -> bool:
 
 
 _ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)
+#: Words of a refusal naming an end other than cancelled ("already cancelled or
+#: completed", "cancelled/finished"): one refusal a gateway says for either end.
+_ANOTHER_END = re.compile(
+    r"complet|finish|succe|fail|\bended\b|\bdone\b|terminat|expire|final|process",
+    re.IGNORECASE,
+)
 
 
 def _says_already_cancelled(error: GatewayError) -> bool:
     """A cancel's refusal in words saying the task was cancelled already ("Task already
-    cancelled"): a kept cancel taken, its answer lost; "already in progress and cannot
-    be cancelled" is not it."""
-    return _ALREADY_CANCELLED.search(str(error)) is not None
+    cancelled") and nothing else: a kept cancel taken, its answer lost. "already in
+    progress and cannot be cancelled" is not it, nor words naming another end too
+    ("already cancelled or completed": billed in full), which ask the status."""
+    words = error.message
+    return _ALREADY_CANCELLED.search(words) is not None and not _ANOTHER_END.search(words)
 
 
 def poll_failed_since(job: object, since: float) -> BaseException | None:

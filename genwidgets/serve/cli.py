@@ -515,7 +515,11 @@ def _existing(db: Database, args: argparse.Namespace) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     """``genwidgets serve ...``; the exit status."""
-    db = Database(args.database)
+    try:  # a --database that cannot be read (it would leak, or make the wrong file)
+        db = Database(args.database)
+    except GenwidgetsError as exc:
+        print(f"genwidgets serve: {exc}", file=sys.stderr)
+        return 2
     try:
         _existing(db, args)
         db.migrate()

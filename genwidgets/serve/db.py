@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 from .._config import hide_userinfo
-from ..errors import ServeError
+from ..errors import GenwidgetsError, ServeError
 
 __all__ = [
     "CAPS",
@@ -53,6 +53,10 @@ _BUSY_MS = 60_000
 LOCK_WAIT = _BUSY_MS / 1000
 #: a ``password=...`` pair in a conninfo or a URL's query, as a driver's message quotes it
 _PASSWORD_PAIR = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.IGNORECASE)
+#: where a URL's host part ends (RFC 3986): an '@' after it is no userinfo's end
+_HOST_PART_END = re.compile(r"[/?#]")
+#: how to write a password that holds what a URL cannot
+_ENCODE = "percent-encode them: / as %2F, ? as %3F, # as %23, @ as %40, % as %25"
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)
@@ -145,6 +149,8 @@ class Database:
         self.postgres = text.startswith(("postgresql://", "postgres://"))
         self.url = text
         self.path = None if self.postgres else Path(text.removeprefix("sqlite:///"))
+        #: what the repr shows of a PostgreSQL URL: user@host:port/database, never more
+        self._place = _place(text) if self.postgres else ""
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -153,18 +159,11 @@ class Database:
         self._closing: set[int] = set()
 
     def __repr__(self) -> str:
-        # a PostgreSQL URL may carry a password (its userinfo, its ?password=): name the
-        # kind and the place only (host, port, database), built from the URL's parts
+        # a PostgreSQL URL may carry a password (its userinfo, its ?password=): the kind
+        # and the place only, built from the URL's parts when it was read (_place)
         if not self.postgres:
             return f"<Database sqlite {self.path}>"
-        try:
-            parts = urlsplit(self.url)
-            port = parts.port
-        except ValueError:  # unreadable (an IPv6 typo): the place as written, no query
-            where = self.url.rpartition("@")[2].partition("?")[0]
-        else:
-            where = f"{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
-        return f"<Database postgresql {where}>"
+        return f"<Database postgresql {self._place}>"
 
     def _hidden(self, exc: BaseException) -> str:
         """``exc``'s text without the URL's password: psycopg's messages quote the whole
@@ -318,6 +317,37 @@ class Database:
                 with contextlib.suppress(Exception):
                     conn.close()
         self._local = threading.local()
+
+
+def _place(url: str) -> str:
+    """A PostgreSQL URL's place as ``user@host:port/database``, from its parts (the query's
+    ``host``, ``port``, ``user``, ``dbname`` where the URL leaves them out), never its
+    password. The userinfo ends at the URL's one '@', and that '@' must stand before the
+    host part's end (the first '/', '?' or '#'): a password pasted with one of those
+    unencoded (``2024/Spring``) is read by libpq and urlsplit as a host, a port and a
+    path, and showing those parts showed the password. Such a URL is refused, whole
+    (review-28, fault 3)."""
+    rest = url.partition("://")[2]
+    end = _HOST_PART_END.search(rest)
+    authority = rest[: end.start()] if end else rest
+    after = rest[len(authority) :]
+    userinfo, _, host = authority.rpartition("@")
+    if "@" in userinfo or "@" in after:
+        raise GenwidgetsError(
+            "--database: this postgresql:// URL has an '@' libpq would not read as the end "
+            "of its password (a '/', '?', '#' or '@' in the user name or password, or an '@' "
+            f"after the host): {_ENCODE} (the URL is not shown: it may hold a password)"
+        )
+    user = userinfo.partition(":")[0]
+    path = after.partition("#")[0].partition("?")[0]
+    query = parse_qs(after.partition("#")[0].partition("?")[2])
+    given = {name: values[0] for name, values in query.items() if values}
+    user = user or given.get("user", "")
+    if not host and "host" in given:
+        host = given["host"] + (f":{given['port']}" if "port" in given else "")
+    if path in ("", "/") and "dbname" in given:
+        path = "/" + given["dbname"]
+    return f"{user}@{host}{path}" if user else f"{host}{path}"
 
 
 def _retryable(exc: BaseException | None) -> bool:

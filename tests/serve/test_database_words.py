@@ -4,6 +4,7 @@ price table given where a file was expected (fault 7)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +88,95 @@ def test_the_repr_names_the_place_given_in_the_query_never_its_password() -> Non
     assert repr(db) == "<Database postgresql bob@127.0.0.1:1/class>"
     db = Database("postgresql://[::1]:5432/class?sslmode=require")
     assert repr(db) == "<Database postgresql [::1]:5432/class>"
+
+
+# ---------------------------------------------------------------- fault 4: conninfo
+
+
+CONNINFO = "host=127.0.0.1 port=5433 user=alice password=hunter2-secret dbname=class"
+
+
+@pytest.mark.parametrize(
+    "conninfo",
+    [CONNINFO, "dbname=class password='hunter2 secret=x' host=127.0.0.1 port=5433 user=alice"],
+    ids=["plain", "quoted-password"],
+)
+def test_a_libpq_conninfo_is_refused_naming_the_url_to_give_and_makes_no_file(
+    conninfo: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_serving: list[Any],
+) -> None:
+    """A ``host=... password=... dbname=...`` string was taken as a SQLite file's name:
+    the class was served on a new local file named with the password (each server its
+    own budgets), and ``serve tasks`` printed it. It is refused, in words naming the
+    forms taken and the URL to give instead, the password never shown."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GenwidgetsError) as refused:
+        Database(conninfo)
+    said = str(refused.value)
+    assert "postgresql://alice:PASSWORD@127.0.0.1:5433/class" in said, said
+    assert "key=value" in said and "hunter2" not in said, said
+    for command in (["--upstream", "simulator", "--port", "0"], ["tasks"], ["keys", "list"]):
+        code, out, err = run(capsys, "--database", conninfo, *command)
+        assert code == 2 and "postgresql://alice:PASSWORD@" in err, err
+        assert "hunter2" not in out + err, err
+    assert no_serving == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_conninfo_is_refused_even_where_an_older_version_made_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file an older genwidgets made for a conninfo is named with the password:
+    using it again kept the class on it; it is refused, saying the file is there."""
+    monkeypatch.chdir(tmp_path)
+    Database(tmp_path / CONNINFO).migrate()
+    code, out, err = run(capsys, "--database", CONNINFO, "tasks")
+    assert code == 2 and "key=value" in err and "delete it" in err, err
+    assert "hunter2" not in out + err, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["class copy=2.db", "mode=ro user-list.db", "secret=hunter2"],
+    ids=["equals-and-space", "equals-and-space-2", "a-pair-with-no-space"],
+)
+def test_a_database_text_with_equals_and_spaces_that_names_no_file_is_refused(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text with '=' and a space that is no file here is no SQLite path anyone means:
+    refused in words, the text not repeated (it may hold a password), no file made.
+    The same text naming a file that is there is that file."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "--database", text, "groups", "class")
+    if " " not in text:  # one pair, no known keyword, no space: a file name
+        assert code == 0 and (tmp_path / text).exists(), err
+        return
+    assert code == 2 and "SQLite file" in err and "postgresql://" in err, err
+    assert text not in err and list(tmp_path.iterdir()) == []
+    Database(tmp_path / text).migrate()
+    assert Database(text).path == Path(text)
+    code, _, err = run(capsys, "--database", text, "groups", "class")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql://alice:hunter2@127.0.0.1/class",
+        "POSTGRESQL://alice:hunter2@127.0.0.1/class",
+        "sqlite://class.db",
+    ],
+    ids=["another-kind", "upper-case-scheme", "sqlite-two-slashes"],
+)
+def test_a_url_of_another_form_is_refused_not_made_a_folder(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any ``scheme://`` but postgresql://, postgres:// and sqlite:///PATH was a SQLite
+    path: ``POSTGRESQL://alice:pw@host/db`` made the folders ``POSTGRESQL:/alice:pw@host``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--database", text, "groups", "class")
+    assert code == 2 and "sqlite:///PATH" in err and "postgresql://" in err, err
+    assert "hunter2" not in out + err and list(tmp_path.iterdir()) == []
+    assert Database(f"sqlite:///{tmp_path / 'a b=c.db'}").path == tmp_path / "a b=c.db"

@@ -4,6 +4,7 @@ price table given where a file was expected (fault 7)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,60 @@ def test_a_url_of_another_form_is_refused_not_made_a_folder(
     assert code == 2 and "sqlite:///PATH" in err and "postgresql://" in err, err
     assert "hunter2" not in out + err and list(tmp_path.iterdir()) == []
     assert Database(f"sqlite:///{tmp_path / 'a b=c.db'}").path == tmp_path / "a b=c.db"
+
+
+# ---------------------------------------------------------------- fault 7: --prices
+
+TABLE = {"genW2.5-t2i-preview": {"per_image": 0.04}}
+
+
+def test_the_help_of_prices_says_it_takes_a_file_or_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--prices PRICES a JSON file of prices" in said, said
+
+
+def test_a_price_table_given_inline_is_taken_as_the_same_table_in_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_serving: list[Any]
+) -> None:
+    """--help showed a table, and a teacher giving one inline was told Python's
+    ``[Errno 2] No such file or directory: '{...}'``: a text starting with '{' is the
+    table itself, checked as a file's is."""
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", json.dumps(TABLE))
+    assert code == 0, err
+    assert [config.prices for config in no_serving] == [TABLE]
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(TABLE))
+    code, _, err = run(capsys, *database, "--prices", str(prices))
+    assert code == 0 and no_serving[-1].prices == TABLE, err
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("missing.json", "--prices missing.json: cannot read it (No such file or directory)"),
+        (".", "--prices .: cannot read it"),
+        ('{"genW2.5-t2i-preview": {"per_image": 0.04}', "--prices: not JSON"),
+        ('{"genW2.5-t2i-preview": {"per_second": 1}}', "bills only per_task, per_image"),
+    ],
+    ids=["no-such-file", "a-folder", "inline-not-json", "inline-wrong-unit"],
+)
+def test_a_price_table_that_cannot_be_read_is_refused_in_words(
+    given: str,
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_serving: list[Any],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", given)
+    assert code == 2 and says in err, err
+    assert "Errno" not in err and "Traceback" not in err and no_serving == [], err
+    if not given.startswith("{"):
+        assert "a JSON file of prices" in err, err

@@ -250,17 +250,13 @@ def say_error(
     return code
 
 
-#: what happens next to a failed row of the embedded simulator: made again, not billed
-EMBEDDED_RETRY = "genwidgets batch --retry-failed makes it again (free: the simulator)"
 #: the command a next step names first (``genwidgets batch --retry-failed``)
 _COMMAND = re.compile(r"genwidgets [a-z]+(?: --[a-z-]+)*")
 
 
-def _next_step(batch: Batch, row: Any) -> str:
-    """A row's next step in the command's words; a failed row of the embedded simulator
-    is made again free, not "a new create, billed" (its error said "free")."""
-    if row.status == "failed" and getattr(batch.client, "embedded", False):
-        return EMBEDDED_RETRY
+def _next_step(row: Any) -> str:
+    """A row's next step in the command's words: the row's own (one source, so a failed
+    row of the embedded simulator says "free" here as in the manifest and the view)."""
     return command_words(row.next_step)
 
 
@@ -291,7 +287,7 @@ def _report(batch: Batch) -> dict[str, Any]:
                 "status": r.status,
                 "request_id": r.request_id,
                 "error": r.error and command_words(r.error),
-                "next": _next_step(batch, r),
+                "next": _next_step(r),
             }
             for r in batch.rows
             if r.status != "done"

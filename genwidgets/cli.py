@@ -99,6 +99,11 @@ EXIT_NOT_DONE = 1
 #: ``resume``'s exit status when nothing failed but a task still runs or a copy is still
 #: pending: run it again (sysexits' EX_TEMPFAIL), told apart from 1, a failure, by cron
 EXIT_NOT_YET = 75
+#: ``resume``'s exit status when nothing failed but a task said done (and paid) has no
+#: result at its gateway (``ResultMissing``: purged, a replica that lost it): sysexits'
+#: EX_NOINPUT, the thing to read is not there. Not 1 (no task failed), not 75 (waiting
+#: brings nothing), not 2 (not the user's setup): docs/decisions.md#batch-cli
+EXIT_RESULT_GONE = 66
 #: ``resume``'s wait with no ``--wait`` (seconds) for tasks to finish: it fetches what has
 #: finished and lists what still runs; a task its gateway keeps running held it for ever
 #: (a cron job piled up). A copy in progress is not cut by it: docs/decisions.md#batch-cli
@@ -526,8 +531,13 @@ def _lost_contact_words(exc: Exception) -> str:
 
 
 def _result_missing_words(exc: ResultMissing) -> str:
-    """The gateway answered twice (ended; no result): said, never "did not answer"."""
-    return f"{exc.message} (HTTP 404; results purged?): its outputs cannot be read"
+    """The gateway answered twice (ended; no result): what happened, never "did not
+    answer" nor "failed", and what to do (the outputs are the gateway's to give back)."""
+    return (
+        f"done and paid, but its result is gone at the gateway: {exc.message} (HTTP 404; "
+        "results purged?): its outputs cannot be read here; ask the gateway's operator "
+        "for them (a new create makes them again, billed); genwidgets resume asks again"
+    )
 
 
 def _refused_words(exc: GatewayError) -> str:
@@ -615,11 +625,15 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resume_exit(records: list[dict[str, Any]]) -> int:
-    """0 all done and copied; 1 a task failed or can never finish; ``EXIT_NOT_YET`` only
-    tasks still running or out of contact, or copies still pending, which the next
-    ``resume`` takes on (docs/decisions.md#batch-cli)."""
-    if any(not r["ok"] and not r.get("waits_again") for r in records):
+    """0 all done and copied; 1 a task failed or can never finish; else
+    ``EXIT_RESULT_GONE`` a task done whose result its gateway no longer has; else
+    ``EXIT_NOT_YET`` tasks still running or out of contact, or copies still pending,
+    which the next ``resume`` takes on (docs/decisions.md#batch-cli)."""
+    ended = [r for r in records if not r["ok"] and not r.get("waits_again")]
+    if any(not r.get("result_missing") for r in ended):
         return EXIT_NOT_DONE
+    if ended:
+        return EXIT_RESULT_GONE
     return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
 
 
@@ -663,7 +677,7 @@ def _resumed(
                 del record["waits_again"]
         except GenwidgetsError as exc:
             error = error_words(exc)
-            if isinstance(exc, ResultMissing):  # it answered: said, exit 1, not "not yet"
+            if isinstance(exc, ResultMissing):  # it answered: said, not "not yet"
                 error, record["result_missing"] = _result_missing_words(exc), True
             elif lost_contact(job) and isinstance(exc, _NO_CONTACT):
                 error, record["known"] = _lost_contact_words(exc), False

@@ -886,7 +886,10 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
 ) -> None:
     """Review 27, fault 7: a result answering 404 after COMPLETED was "contact lost: the
     gateway did not answer", waited on past the default wait (the copy's rule, of a
-    result not read) and exit 75 on every run. It says what is known, exit 1."""
+    result not read) and exit 75 on every run. It says what is known and what to do,
+    with its own exit status (66, sysexits' EX_NOINPUT: the task is done and paid, its
+    result gone at the gateway): not 1, a failed task, which it is not (climend3), nor
+    75, not yet, nor 2, the user's configuration. A task that failed besides is 1."""
     monkeypatch.setattr(cli, "RESUME_WAIT", 2.0)
     gateway = LoopbackServer(QueuedTask)
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
@@ -897,16 +900,35 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
         with genwidgets.Client() as client:
             client.submit("ep", {"prompt": "a heron"}, validate=False)
         gateway.httpd.RequestHandlerClass = handler
-        assert main(["resume", "--json"]) == cli.EXIT_NOT_DONE
+        code = main(["resume", "--json"])
+        [record] = json_out(capsys)
+        assert code == 66 and code not in (cli.EXIT_NOT_DONE, cli.EXIT_NOT_YET), record
+        assert record["status"] == "COMPLETED" and record["result_missing"]
+        assert not record.get("waits_again")
+        words = record["error"]
+        assert "did not answer" not in words and "failed" not in words
+        assert "but its result address answers 'Request not found'" in words, record
+        assert "HTTP 404; results purged?" in words
+        assert "done and paid" in words and "gateway's operator" in words  # what to do
+        assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+        # the next run asks again (a replica may have it back) and says the same
+        assert main(["resume"]) == 66
+        line = capsys.readouterr().out
+        assert line.startswith("r1  ep") and "COMPLETED (done and paid" in line, line
     finally:
         gateway.close()
-    [record] = json_out(capsys)
-    assert record["status"] == "COMPLETED" and record["result_missing"]
-    assert not record.get("waits_again")
-    assert "did not answer" not in record["error"]
-    assert "but its result address answers 'Request not found'" in record["error"], record
-    assert "HTTP 404; results purged?" in record["error"]
-    assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+
+
+def test_resume_exit_status_a_failure_first_then_a_result_gone_then_not_yet() -> None:
+    """Several tasks: a failed one is 1; else a result gone, 66; else not yet, 75."""
+    done = {"ok": True, "copies_pending": 0}
+    failed = {"ok": False, "copies_pending": 0}
+    gone = failed | {"result_missing": True}
+    later = failed | {"waits_again": True}
+    assert cli._resume_exit([done, gone, later, failed]) == cli.EXIT_NOT_DONE
+    assert cli._resume_exit([done, later, gone]) == 66
+    assert cli._resume_exit([done, later]) == cli.EXIT_NOT_YET
+    assert cli._resume_exit([done]) == 0
 
 
 def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(

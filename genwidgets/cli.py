@@ -44,7 +44,9 @@ from .errors import (
     LedgerError,
     NoAnswer,
     RateLimited,
+    RequestNotFound,
     ResultMissing,
+    RuntimeFailed,
     ServerError,
     TaskTimeout,
     Unauthorized,
@@ -345,6 +347,10 @@ def _asked(
             status = job.status(retries=0)
         except (NoAnswer, ServerError, RateLimited) as exc:
             return _not_known_yet(args, rid, exc)
+        except GatewayError as exc:
+            if not _poll_refused(exc):
+                raise
+            return _refused(args, rid, exc)
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
@@ -393,6 +399,14 @@ def _asked(
                 return say(args, out, said, EXIT_NOT_DONE)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
             return _not_known_yet(args, rid, exc, job.last_status)
+        except GatewayError as exc:  # the one ask refused (a 409, a 401)
+            if not _poll_refused(exc):
+                raise
+            return _refused(args, rid, exc, job.last_status)
+    except GatewayError as exc:  # the job's polls refused: said as status says it
+        if not _poll_refused(exc):
+            raise
+        return _refused(args, rid, exc, job.last_status)
     files = []
     for output in result.outputs:
         path = output.path
@@ -540,16 +554,61 @@ def _result_missing_words(exc: ResultMissing) -> str:
     )
 
 
-def _refused_words(exc: GatewayError) -> str:
-    """A poll the gateway refused (it answered): a key refused says so, with what to do."""
+def _answer(exc: GatewayError) -> str:
+    """What the gateway answered, as it said it (its code and detail, inert: the error
+    keeps them so); the command's line already names the task."""
+    return f"HTTP {exc.status_code}: {exc.message}" if exc.status_code else exc.message
+
+
+def _refused_words(exc: GatewayError, again: str, status: Status | None = None) -> str:
+    """A poll the gateway refused (it answered: a 409, a 401, a proxy's 403), in the
+    command's words: what it refused, its detail, and what to do (``again``). A key
+    refused says so; a result refused after a status that said the task ended says that,
+    never "it may still run"."""
     if isinstance(exc, Unauthorized) or exc.status_code in (401, 403):
         return (
-            f"the gateway refused this key ({error_words(exc)}): the task may still run; "
-            "fix the key, then genwidgets resume follows it again"
+            f"the gateway refused this key ({_answer(exc)}): the task may still run; "
+            f"fix the key, then {again}"
+        )
+    if status is not None and status.done:
+        return (
+            f"the gateway refused its result ({_answer(exc)}), though it said "
+            f"{terminal_text(status.status)}: the task has ended; its outputs were not read; "
+            f"{again}"
         )
     return (
-        f"the gateway refused to say how the task stands ({error_words(exc)}): the task may "
-        "still run; genwidgets resume follows it again"
+        f"the gateway refused to say how the task stands ({_answer(exc)}): the task may "
+        f"still run; {again}"
+    )
+
+
+def _refused(
+    args: argparse.Namespace, rid: str, exc: GatewayError, status: Status | None = None
+) -> int:
+    """``status`` or ``result`` of a task whose poll the gateway refused: said as
+    ``resume`` says it (:func:`_refused_words`), exit 1 as every refused poll; JSON
+    ``"refused": true``, ``"known": false`` (how the task stands was not said)."""
+    wait = " --wait SECONDS" if args.command == "result" else ""
+    again = f"ask again with: genwidgets {args.command} {rid}{wait}"
+    done = status is not None and status.done
+    out = {
+        "request_id": rid,
+        "status": status.status if status is not None else None,
+        "done": done,
+        "known": False,
+        "refused": True,
+        "error": _answer(exc),
+    }
+    return say(args, out, f"{rid}: {_refused_words(exc, again, status)}", EXIT_NOT_DONE)
+
+
+def _poll_refused(exc: GenwidgetsError) -> bool:
+    """Whether ``exc`` is the gateway's refusal of a poll (it answered, with neither the
+    task's own word, 404 "Request not found", nor a fault of contact: a 5xx, a 429)."""
+    return (
+        isinstance(exc, GatewayError)
+        and exc.status_code is not None
+        and not isinstance(exc, (RequestNotFound, RuntimeFailed, ServerError, RateLimited))
     )
 
 
@@ -683,7 +742,10 @@ def _resumed(
                 error, record["known"] = _lost_contact_words(exc), False
                 record["waits_again"] = True  # not yet, not failed: the next run follows it
             elif lost_contact(job) and isinstance(exc, GatewayError):  # it answered: refused
-                error, record["known"] = _refused_words(exc), False
+                again = "genwidgets resume asks again"
+                if not (job.last_status is not None and job.last_status.done):
+                    again = "genwidgets resume follows it again"
+                error, record["known"] = _refused_words(exc, again, job.last_status), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
 

@@ -931,6 +931,99 @@ def test_resume_exit_status_a_failure_first_then_a_result_gone_then_not_yet() ->
     assert cli._resume_exit([done]) == 0
 
 
+class PollRefused(OneTaskGateway):
+    """A gateway that refuses every poll with a 409, its detail holding an escape
+    sequence (a gateway's text is shown inert)."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "task is being moved\x1b[2J"}, 409)
+
+
+class ResultRefused(OneTaskGateway):
+    """Task ``r1`` said COMPLETED, whose result address answers 409."""
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            self.send_json({"detail": "result locked"}, 409)
+
+
+def submitted_then(
+    handler: type[OneTaskGateway], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> LoopbackServer:
+    """A loopback gateway that made task ``r1`` (recorded in the ledger), then answers
+    as ``handler`` does."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-refused")
+    with genwidgets.Client() as client:
+        client.submit("ep", {"prompt": "a heron"}, validate=False)
+    gateway.httpd.RequestHandlerClass = handler
+    return gateway
+
+
+def test_status_and_resume_say_a_poll_the_gateway_refused_with_409_in_their_words(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 3: a 409 to a status poll is the gateway's refusal. ``status``
+    printed ``genwidgets status: HTTP 409: ...`` as any error; it says, as ``resume``
+    does, that the gateway refused to say how the task stands, its detail (inert), and
+    what to do; exit 1, as every refused poll (a 401's too: docs/decisions.md)."""
+    gateway = submitted_then(PollRefused, monkeypatch, tmp_path)
+    try:
+        assert main(["status", "r1"]) == cli.EXIT_NOT_DONE
+        said = capsys.readouterr()
+        assert said.err == ""
+        line = said.out.strip()
+        assert line.startswith(
+            "r1: the gateway refused to say how the task stands (HTTP 409: task is being "
+            "moved\\x1b[2J)"
+        ), line
+        assert "\x1b" not in line and "ask again with: genwidgets status r1" in line
+        assert main(["status", "r1", "--json"]) == cli.EXIT_NOT_DONE
+        found = json_out(capsys)
+        assert (found["request_id"], found["known"], found["refused"]) == ("r1", False, True)
+        assert found["error"].startswith("HTTP 409: task is being moved")
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+        [record] = json_out(capsys)
+        assert record["error"].startswith(
+            "the gateway refused to say how the task stands (HTTP 409: task is being moved"
+        ), record
+        assert "ConnectError" not in record["error"] and "did not answer" not in record["error"]
+        assert main(["result", "r1", "--wait", "30"]) == cli.EXIT_NOT_DONE  # the same words
+        line = capsys.readouterr().out.strip()
+        assert line.startswith("r1: the gateway refused to say how the task stands (HTTP 409")
+        assert line.endswith("ask again with: genwidgets result r1 --wait SECONDS"), line
+    finally:
+        gateway.close()
+
+
+def test_resume_says_a_result_the_gateway_refused_after_completed_is_refused_not_running(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 3: the status said COMPLETED and the result was refused (409):
+    ``resume`` said "refused to say how the task stands: the task may still run". It
+    says the result was refused, the task ended, with the gateway's detail; exit 1."""
+    gateway = submitted_then(ResultRefused, monkeypatch, tmp_path)
+    try:
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+        [record] = json_out(capsys)
+        assert main(["result", "r1", "--wait", "30"]) == cli.EXIT_NOT_DONE
+        line = capsys.readouterr().out.strip()
+        assert line.startswith(
+            "r1: the gateway refused its result (HTTP 409: result locked), though it said "
+            "COMPLETED: the task has ended"
+        ), line
+    finally:
+        gateway.close()
+    assert record["status"] == "COMPLETED" and not record["ok"]
+    words = record["error"]
+    assert words.startswith("the gateway refused its result (HTTP 409: result locked)"), words
+    assert "may still run" not in words and "genwidgets resume asks again" in words
+
+
 def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1299,7 +1392,8 @@ def test_a_gateways_text_is_said_as_it_came(
     finally:
         gateway.close()
     said = capsys.readouterr()
-    shown = json.loads(said.out)["error"] if as_json else said.err
+    # a refused poll is the command's line on stdout, as "not known yet" (climend3)
+    shown = json.loads(said.out)["error"] if as_json else said.out
     assert GATEWAY_TEXT in shown, shown
 
 

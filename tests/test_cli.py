@@ -31,6 +31,7 @@ import genwidgets
 from genwidgets import cli
 from genwidgets.cli import main
 from genwidgets.jobs import downloads, polling
+from genwidgets.protocol.body import failure_words
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -832,10 +833,64 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert record["waits_again"]
     assert record["error"].startswith("contact lost: the gateway did not answer (")
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
-    assert "no connection could be made" in record["error"]  # review 23, fault 9:
+    assert "could not connect to 127.0.0.1:" in record["error"]  # review 23, fault 9:
     assert "ConnectError" not in record["error"]  # not httpx's class name
     assert main(["resume", "--wait", "1"]) == cli.EXIT_NOT_YET  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
+
+
+def test_a_gateway_that_refuses_connections_is_said_in_the_same_words_by_python_and_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 4: the Python API's texts said httpx's class names ("status
+    request failed: ConnectError: All connection attempts failed") while the command
+    translated them. The protocol layer says it once, "could not connect to HOST:PORT
+    (connection refused)", and the command says the same; ``__cause__`` keeps the
+    httpx error for code that wants its class."""
+    gateway = LoopbackServer(QueuedTask)
+    gateway.close()  # its port refuses from now on
+    where = gateway.base.removeprefix("http://")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with genwidgets.Client(gateway.base, "k-down", ledger=False, max_retries=0) as client:
+        job = client.job("ep", "r1")
+        with pytest.raises(genwidgets.Unreachable) as raised:
+            job.status(retries=0)
+        with pytest.raises(genwidgets.Unreachable) as created:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+    words = f"could not connect to {where} (connection refused)"
+    for exc in (raised.value, created.value):
+        said = str(exc)
+        assert words in said, said
+        assert "ConnectError" not in said and "All connection attempts" not in said
+        assert isinstance(exc.__cause__, httpx.ConnectError)
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-down")
+    assert main(["status", "r1", "--endpoint", "ep", "--json"]) == cli.EXIT_NOT_DONE
+    found = json_out(capsys)
+    assert words in found["error"] and "ConnectError" not in found["error"], found
+
+
+def test_the_transports_failures_in_words_name_no_httpx_class() -> None:
+    """Each failure of an exchange in the protocol layer's words (the one place), the
+    host and port it was with, never httpx's class name."""
+    request = httpx.Request("GET", "https://files.example:8443/a.png")
+    cases = {
+        httpx.ConnectTimeout("", request=request): "could not connect to files.example:8443 "
+        "(no answer in time)",
+        httpx.ReadTimeout("timed out", request=request): "no answer in time from "
+        "files.example:8443",
+        httpx.RemoteProtocolError("Server disconnected", request=request): "the answer from "
+        "files.example:8443 broke off (Server disconnected)",
+        httpx.ReadError("", request=request): "the connection to files.example:8443 broke",
+        httpx.ConnectError("[Errno -2] Name or service not known", request=request): (
+            "could not connect to files.example:8443 ([Errno -2] Name or service not known)"
+        ),
+    }
+    for exc, words in cases.items():
+        said = failure_words(exc)
+        assert said == words, said
+        assert type(exc).__name__ not in said
+    assert failure_words(httpx.ReadTimeout("")) == "no answer in time"  # no request known
 
 
 class RefusesTheKey(OneTaskGateway):

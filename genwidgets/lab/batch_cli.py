@@ -192,15 +192,7 @@ FLAG_WORDS = (
     ),
     (r"Wait again with job\.result\(\)\.", "genwidgets result ID --wait SECONDS waits again."),
     (r" or pass base_url=\.\.\. \(with neither,", " (with neither,"),
-    # the transport's failures (httpx's class names) in words
-    (r"\bConnectError: All connection attempts failed", "no connection could be made"),
-    (r"\bConnectError: no detail\b", "no connection could be made"),
-    (r"\bConnectError: ", "no connection could be made: "),
-    (r"\b(?:Connect|Read|Write|Pool)Timeout: no detail\b", "no answer in time"),
-    (r"\b(?:Connect|Read|Write|Pool)Timeout: ", "no answer in time: "),
-    (r"\bRemoteProtocolError: ", "the gateway's answer broke off: "),
-    (r"\b(?:Read|Write)Error: ", "the connection broke: "),
-)
+)  # the transport's failures are in words where they are made (protocol.body.failure_words)
 
 
 def command_words(text: str) -> str:

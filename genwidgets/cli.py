@@ -383,7 +383,11 @@ def _asked(
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
+    except ResultMissing as exc:  # said done, its result address answers 404
+        return _result_gone(args, job, exc)
     except TaskTimeout as timeout:
+        if isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
+            return _result_gone(args, job, job.poll_error)
         # no poll answered within the wait (none is made with no --wait): ask once, so the
         # status said is the gateway's now; a task ended meanwhile gives its result. One
         # try, no retries: the command ends within its wait plus one request timeout
@@ -397,7 +401,11 @@ def _asked(
                 word = terminal_text(job.status_text)
                 said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
                 return say(args, out, said, EXIT_NOT_DONE)
+        except ResultMissing as exc:
+            return _result_gone(args, job, exc)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
+            if isinstance(job.poll_error, ResultMissing):
+                return _result_gone(args, job, job.poll_error)
             return _not_known_yet(args, rid, exc, job.last_status)
         except GatewayError as exc:  # the one ask refused (a 409, a 401)
             if not _poll_refused(exc):
@@ -544,14 +552,25 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
-def _result_missing_words(exc: ResultMissing) -> str:
+def _result_missing_words(exc: ResultMissing, again: str = "genwidgets resume asks again") -> str:
     """The gateway answered twice (ended; no result): what happened, never "did not
     answer" nor "failed", and what to do (the outputs are the gateway's to give back)."""
     return (
         f"done and paid, but its result is gone at the gateway: {exc.message} (HTTP 404; "
         "results purged?): its outputs cannot be read here; ask the gateway's operator "
-        "for them (a new create makes them again, billed); genwidgets resume asks again"
+        f"for them (a new create makes them again, billed); {again}"
     )
+
+
+def _result_gone(args: argparse.Namespace, job: Job, exc: ResultMissing) -> int:
+    """``result ID`` of a task said done whose result address answers 404: said as
+    ``resume`` says it, exit :data:`EXIT_RESULT_GONE` (never "on its way")."""
+    rid = job.request_id
+    words = _result_missing_words(exc, f"genwidgets result {rid} --wait SECONDS asks again")
+    out = {"request_id": rid, "status": job.status_text, "done": True, "ok": False}
+    out |= {"result_missing": True, "error": words, "files": []}
+    said = f"{rid}: {terminal_text(job.status_text)} ({words})"
+    return say(args, out, said, EXIT_RESULT_GONE)
 
 
 def _answer(exc: GatewayError) -> str:

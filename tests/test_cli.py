@@ -974,6 +974,34 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
         gateway.close()
 
 
+def test_result_of_a_completed_task_whose_result_is_gone_says_so_with_its_exit_status(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``result ID`` of the same task said "its result could not be fetched in time ...
+    its result is on its way", exit 1: it says, as ``resume`` does, that the task is done
+    and paid and its result gone at the gateway, exit 66 (climend3)."""
+    handler = type("Gateway", (ResultPurged,), {"results": 0})
+    gateway = submitted_then(handler, monkeypatch, tmp_path)
+    # a 404 believed after 0.2 s, not 3 s: the wait of 3 s sees it
+    policy = polling.PollPolicy(not_found_grace=0.2)
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, poll_policy=policy))
+    try:
+        code = main(["result", "r1", "--wait", "3"])
+        line = capsys.readouterr().out.strip()
+        assert code == cli.EXIT_RESULT_GONE == 66, line
+        assert line.startswith("r1: COMPLETED (done and paid, but its result is gone"), line
+        assert "on its way" not in line and "result r1 --wait SECONDS asks again" in line
+        assert main(["result", "r1", "--wait", "3", "--json"]) == 66
+        found = json_out(capsys)
+        assert (found["status"], found["result_missing"], found["done"]) == (
+            "COMPLETED",
+            True,
+            True,
+        )
+    finally:
+        gateway.close()
+
+
 def test_resume_exit_status_a_failure_first_then_a_result_gone_then_not_yet() -> None:
     """Several tasks: a failed one is 1; else a result gone, 66; else not yet, 75."""
     done = {"ok": True, "copies_pending": 0}

@@ -890,6 +890,100 @@ def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_giv
     assert "cancelled at the gateway" in (row.error or "")
 
 
+class CancelAnsweredLate(OutUntilCancelled):
+    """:class:`OutUntilCancelled` answering a cancel only once two more polls have had
+    their 503: the job following the task past its deadline has given up by then."""
+
+    heard = threading.Condition()
+
+    def do_GET(self) -> None:
+        super().do_GET()
+        with self.heard:
+            self.heard.notify_all()
+
+    def do_PUT(self) -> None:
+        arrived = type(self).polls
+        with self.heard:
+            self.heard.wait_for(lambda: type(self).polls >= arrived + 2, timeout=30)
+        super().do_PUT()
+
+
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_followed_again(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row out of contact at its deadline is followed again and its cancel asked; that
+    job's polls give up while the cancel is still on its way, and the gateway then takes
+    it. The row was ``unknown`` ("contact lost, past its timeout") though its task was
+    cancelled; now a cancel not failed is followed once more, and the row is ``timed out``
+    (CI under load met this order by chance)."""
+    CancelAnsweredLate.polls = CancelAnsweredLate.cancels = 0
+    CancelAnsweredLate.cancelled = False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
+    [row] = sent_to(CancelAnsweredLate, tmp_path, timeout=4, client_options=patience).rows
+    assert CancelAnsweredLate.cancels == 1
+    assert row.status == "timed out", row.error
+    assert "cancelled at the gateway" in (row.error or "")
+
+
+class CancelFailedLate(JsonHandler):
+    """A gateway whose task runs: polls answer, except from the 3rd until two polls after
+    the first cancel came (a 503 each); that cancel is answered 503 only once the task is
+    polled again after those, while later ones are taken (the task then CANCELLED)."""
+
+    polls = cancels = 0
+    held_at: int | None = None
+    cancelled = False
+    heard = threading.Condition()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"request_id": "r1"})
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        with cls.heard:
+            cls.polls += 1
+            n, held = cls.polls, cls.held_at
+            cls.heard.notify_all()
+        if cls.cancelled:
+            self.send_json({"request_id": "r1", "status": "CANCELLED"})
+        elif n >= 3 and (held is None or n <= held + 2):
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        cls = type(self)
+        with cls.heard:
+            first = cls.held_at is None
+            if first:
+                cls.held_at = cls.polls
+                cls.heard.wait_for(lambda: cls.polls >= (cls.held_at or 0) + 3, timeout=30)
+        if first:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        cls.cancels += 1
+        cls.cancelled = True
+        self.send_json({"request_id": "r1", "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_a_deadline_cancel_on_its_way_when_its_row_is_followed_again_is_asked_again_if_it_failed(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row's deadline cancel is still on its way when the job asking it gives up and the
+    row is followed again; that cancel then fails (a 503). The new job asks it again:
+    taken for a cancel on its way, it was asked by no one and the task billed on."""
+    CancelFailedLate.polls = CancelFailedLate.cancels = 0
+    CancelFailedLate.held_at, CancelFailedLate.cancelled = None, False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2), "max_retries": 0}
+    [row] = sent_to(CancelFailedLate, tmp_path, timeout=4, client_options=patience).rows
+    assert CancelFailedLate.cancels == 1  # the cancel asked again was taken
+    assert row.status == "timed out", row.error
+
+
 class ManyTasks(JsonHandler):
     """A gateway of many tasks that answers every poll and cancel at once: a task runs
     until its cancel (``cancelled``), then is CANCELLED."""

@@ -44,7 +44,9 @@ from .errors import (
     LedgerError,
     NoAnswer,
     RateLimited,
+    RequestNotFound,
     ResultMissing,
+    RuntimeFailed,
     ServerError,
     TaskTimeout,
     Unauthorized,
@@ -99,6 +101,11 @@ EXIT_NOT_DONE = 1
 #: ``resume``'s exit status when nothing failed but a task still runs or a copy is still
 #: pending: run it again (sysexits' EX_TEMPFAIL), told apart from 1, a failure, by cron
 EXIT_NOT_YET = 75
+#: ``resume``'s exit status when nothing failed but a task said done (and paid) has no
+#: result at its gateway (``ResultMissing``: purged, a replica that lost it): sysexits'
+#: EX_NOINPUT, the thing to read is not there. Not 1 (no task failed), not 75 (waiting
+#: brings nothing), not 2 (not the user's setup): docs/decisions.md#batch-cli
+EXIT_RESULT_GONE = 66
 #: ``resume``'s wait with no ``--wait`` (seconds) for tasks to finish: it fetches what has
 #: finished and lists what still runs; a task its gateway keeps running held it for ever
 #: (a cron job piled up). A copy in progress is not cut by it: docs/decisions.md#batch-cli
@@ -340,6 +347,10 @@ def _asked(
             status = job.status(retries=0)
         except (NoAnswer, ServerError, RateLimited) as exc:
             return _not_known_yet(args, rid, exc)
+        except GatewayError as exc:
+            if not _poll_refused(exc):
+                raise
+            return _refused(args, rid, exc)
         place = status.queue_position
         out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
         where = f" (queue position {place})" if place is not None else ""
@@ -372,7 +383,11 @@ def _asked(
     try:
         # finished: what the ledger recorded (its local files); else the gateway's, waited for
         result = recorded or job.result(timeout=args.wait)
+    except ResultMissing as exc:  # said done, its result address answers 404
+        return _result_gone(args, job, exc)
     except TaskTimeout as timeout:
+        if isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
+            return _result_gone(args, job, job.poll_error)
         # no poll answered within the wait (none is made with no --wait): ask once, so the
         # status said is the gateway's now; a task ended meanwhile gives its result. One
         # try, no retries: the command ends within its wait plus one request timeout
@@ -386,8 +401,20 @@ def _asked(
                 word = terminal_text(job.status_text)
                 said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
                 return say(args, out, said, EXIT_NOT_DONE)
+        except ResultMissing as exc:
+            return _result_gone(args, job, exc)
         except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
+            if isinstance(job.poll_error, ResultMissing):
+                return _result_gone(args, job, job.poll_error)
             return _not_known_yet(args, rid, exc, job.last_status)
+        except GatewayError as exc:  # the one ask refused (a 409, a 401)
+            if not _poll_refused(exc):
+                raise
+            return _refused(args, rid, exc, job.last_status)
+    except GatewayError as exc:  # the job's polls refused: said as status says it
+        if not _poll_refused(exc):
+            raise
+        return _refused(args, rid, exc, job.last_status)
     files = []
     for output in result.outputs:
         path = output.path
@@ -525,21 +552,82 @@ def _lost_contact_words(exc: Exception) -> str:
     )
 
 
-def _result_missing_words(exc: ResultMissing) -> str:
-    """The gateway answered twice (ended; no result): said, never "did not answer"."""
-    return f"{exc.message} (HTTP 404; results purged?): its outputs cannot be read"
+def _result_missing_words(exc: ResultMissing, again: str = "genwidgets resume asks again") -> str:
+    """The gateway answered twice (ended; no result): what happened, never "did not
+    answer" nor "failed", and what to do (the outputs are the gateway's to give back)."""
+    return (
+        f"done and paid, but its result is gone at the gateway: {exc.message} (HTTP 404; "
+        "results purged?): its outputs cannot be read here; ask the gateway's operator "
+        f"for them (a new create makes them again, billed); {again}"
+    )
 
 
-def _refused_words(exc: GatewayError) -> str:
-    """A poll the gateway refused (it answered): a key refused says so, with what to do."""
+def _result_gone(args: argparse.Namespace, job: Job, exc: ResultMissing) -> int:
+    """``result ID`` of a task said done whose result address answers 404: said as
+    ``resume`` says it, exit :data:`EXIT_RESULT_GONE` (never "on its way")."""
+    rid = job.request_id
+    words = _result_missing_words(exc, f"genwidgets result {rid} --wait SECONDS asks again")
+    out = {"request_id": rid, "status": job.status_text, "done": True, "ok": False}
+    out |= {"result_missing": True, "error": words, "files": []}
+    said = f"{rid}: {terminal_text(job.status_text)} ({words})"
+    return say(args, out, said, EXIT_RESULT_GONE)
+
+
+def _answer(exc: GatewayError) -> str:
+    """What the gateway answered, as it said it (its code and detail, inert: the error
+    keeps them so); the command's line already names the task."""
+    return f"HTTP {exc.status_code}: {exc.message}" if exc.status_code else exc.message
+
+
+def _refused_words(exc: GatewayError, again: str, status: Status | None = None) -> str:
+    """A poll the gateway refused (it answered: a 409, a 401, a proxy's 403), in the
+    command's words: what it refused, its detail, and what to do (``again``). A key
+    refused says so; a result refused after a status that said the task ended says that,
+    never "it may still run"."""
     if isinstance(exc, Unauthorized) or exc.status_code in (401, 403):
         return (
-            f"the gateway refused this key ({error_words(exc)}): the task may still run; "
-            "fix the key, then genwidgets resume follows it again"
+            f"the gateway refused this key ({_answer(exc)}): the task may still run; "
+            f"fix the key, then {again}"
+        )
+    if status is not None and status.done:
+        return (
+            f"the gateway refused its result ({_answer(exc)}), though it said "
+            f"{terminal_text(status.status)}: the task has ended; its outputs were not read; "
+            f"{again}"
         )
     return (
-        f"the gateway refused to say how the task stands ({error_words(exc)}): the task may "
-        "still run; genwidgets resume follows it again"
+        f"the gateway refused to say how the task stands ({_answer(exc)}): the task may "
+        f"still run; {again}"
+    )
+
+
+def _refused(
+    args: argparse.Namespace, rid: str, exc: GatewayError, status: Status | None = None
+) -> int:
+    """``status`` or ``result`` of a task whose poll the gateway refused: said as
+    ``resume`` says it (:func:`_refused_words`), exit 1 as every refused poll; JSON
+    ``"refused": true``, ``"known": false`` (how the task stands was not said)."""
+    wait = " --wait SECONDS" if args.command == "result" else ""
+    again = f"ask again with: genwidgets {args.command} {rid}{wait}"
+    done = status is not None and status.done
+    out = {
+        "request_id": rid,
+        "status": status.status if status is not None else None,
+        "done": done,
+        "known": False,
+        "refused": True,
+        "error": _answer(exc),
+    }
+    return say(args, out, f"{rid}: {_refused_words(exc, again, status)}", EXIT_NOT_DONE)
+
+
+def _poll_refused(exc: GenwidgetsError) -> bool:
+    """Whether ``exc`` is the gateway's refusal of a poll (it answered, with neither the
+    task's own word, 404 "Request not found", nor a fault of contact: a 5xx, a 429)."""
+    return (
+        isinstance(exc, GatewayError)
+        and exc.status_code is not None
+        and not isinstance(exc, (RequestNotFound, RuntimeFailed, ServerError, RateLimited))
     )
 
 
@@ -615,11 +703,15 @@ def _resume(client: Client, args: argparse.Namespace) -> int:
 
 
 def _resume_exit(records: list[dict[str, Any]]) -> int:
-    """0 all done and copied; 1 a task failed or can never finish; ``EXIT_NOT_YET`` only
-    tasks still running or out of contact, or copies still pending, which the next
-    ``resume`` takes on (docs/decisions.md#batch-cli)."""
-    if any(not r["ok"] and not r.get("waits_again") for r in records):
+    """0 all done and copied; 1 a task failed or can never finish; else
+    ``EXIT_RESULT_GONE`` a task done whose result its gateway no longer has; else
+    ``EXIT_NOT_YET`` tasks still running or out of contact, or copies still pending,
+    which the next ``resume`` takes on (docs/decisions.md#batch-cli)."""
+    ended = [r for r in records if not r["ok"] and not r.get("waits_again")]
+    if any(not r.get("result_missing") for r in ended):
         return EXIT_NOT_DONE
+    if ended:
+        return EXIT_RESULT_GONE
     return EXIT_NOT_YET if any(not r["ok"] or r["copies_pending"] for r in records) else 0
 
 
@@ -663,13 +755,16 @@ def _resumed(
                 del record["waits_again"]
         except GenwidgetsError as exc:
             error = error_words(exc)
-            if isinstance(exc, ResultMissing):  # it answered: said, exit 1, not "not yet"
+            if isinstance(exc, ResultMissing):  # it answered: said, not "not yet"
                 error, record["result_missing"] = _result_missing_words(exc), True
             elif lost_contact(job) and isinstance(exc, _NO_CONTACT):
                 error, record["known"] = _lost_contact_words(exc), False
                 record["waits_again"] = True  # not yet, not failed: the next run follows it
             elif lost_contact(job) and isinstance(exc, GatewayError):  # it answered: refused
-                error, record["known"] = _refused_words(exc), False
+                again = "genwidgets resume asks again"
+                if not (job.last_status is not None and job.last_status.done):
+                    again = "genwidgets resume follows it again"
+                error, record["known"] = _refused_words(exc, again, job.last_status), False
     not_done = {"status": job.status_text, "ok": False, "error": error, "files": []}
     return record | not_done | {"copies_pending": 0}
 

@@ -31,6 +31,7 @@ import genwidgets
 from genwidgets import cli
 from genwidgets.cli import main
 from genwidgets.jobs import downloads, polling
+from genwidgets.protocol.body import failure_words
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -832,10 +833,64 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     assert record["waits_again"]
     assert record["error"].startswith("contact lost: the gateway did not answer (")
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
-    assert "no connection could be made" in record["error"]  # review 23, fault 9:
+    assert "could not connect to 127.0.0.1:" in record["error"]  # review 23, fault 9:
     assert "ConnectError" not in record["error"]  # not httpx's class name
     assert main(["resume", "--wait", "1"]) == cli.EXIT_NOT_YET  # the same, said in a line
     assert "r1  ep                       SUBMITTED (contact lost: " in capsys.readouterr().out
+
+
+def test_a_gateway_that_refuses_connections_is_said_in_the_same_words_by_python_and_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 4: the Python API's texts said httpx's class names ("status
+    request failed: ConnectError: All connection attempts failed") while the command
+    translated them. The protocol layer says it once, "could not connect to HOST:PORT
+    (connection refused)", and the command says the same; ``__cause__`` keeps the
+    httpx error for code that wants its class."""
+    gateway = LoopbackServer(QueuedTask)
+    gateway.close()  # its port refuses from now on
+    where = gateway.base.removeprefix("http://")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    with genwidgets.Client(gateway.base, "k-down", ledger=False, max_retries=0) as client:
+        job = client.job("ep", "r1")
+        with pytest.raises(genwidgets.Unreachable) as raised:
+            job.status(retries=0)
+        with pytest.raises(genwidgets.Unreachable) as created:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+    words = f"could not connect to {where} (connection refused)"
+    for exc in (raised.value, created.value):
+        said = str(exc)
+        assert words in said, said
+        assert "ConnectError" not in said and "All connection attempts" not in said
+        assert isinstance(exc.__cause__, httpx.ConnectError)
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-down")
+    assert main(["status", "r1", "--endpoint", "ep", "--json"]) == cli.EXIT_NOT_DONE
+    found = json_out(capsys)
+    assert words in found["error"] and "ConnectError" not in found["error"], found
+
+
+def test_the_transports_failures_in_words_name_no_httpx_class() -> None:
+    """Each failure of an exchange in the protocol layer's words (the one place), the
+    host and port it was with, never httpx's class name."""
+    request = httpx.Request("GET", "https://files.example:8443/a.png")
+    cases = {
+        httpx.ConnectTimeout("", request=request): "could not connect to files.example:8443 "
+        "(no answer in time)",
+        httpx.ReadTimeout("timed out", request=request): "no answer in time from "
+        "files.example:8443",
+        httpx.RemoteProtocolError("Server disconnected", request=request): "the answer from "
+        "files.example:8443 broke off (Server disconnected)",
+        httpx.ReadError("", request=request): "the connection to files.example:8443 broke",
+        httpx.ConnectError("[Errno -2] Name or service not known", request=request): (
+            "could not connect to files.example:8443 ([Errno -2] Name or service not known)"
+        ),
+    }
+    for exc, words in cases.items():
+        said = failure_words(exc)
+        assert said == words, said
+        assert type(exc).__name__ not in said
+    assert failure_words(httpx.ReadTimeout("")) == "no answer in time"  # no request known
 
 
 class RefusesTheKey(OneTaskGateway):
@@ -886,7 +941,10 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
 ) -> None:
     """Review 27, fault 7: a result answering 404 after COMPLETED was "contact lost: the
     gateway did not answer", waited on past the default wait (the copy's rule, of a
-    result not read) and exit 75 on every run. It says what is known, exit 1."""
+    result not read) and exit 75 on every run. It says what is known and what to do,
+    with its own exit status (66, sysexits' EX_NOINPUT: the task is done and paid, its
+    result gone at the gateway): not 1, a failed task, which it is not (climend3), nor
+    75, not yet, nor 2, the user's configuration. A task that failed besides is 1."""
     monkeypatch.setattr(cli, "RESUME_WAIT", 2.0)
     gateway = LoopbackServer(QueuedTask)
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
@@ -897,16 +955,156 @@ def test_resume_of_a_completed_task_whose_result_is_gone_says_so_within_its_wait
         with genwidgets.Client() as client:
             client.submit("ep", {"prompt": "a heron"}, validate=False)
         gateway.httpd.RequestHandlerClass = handler
-        assert main(["resume", "--json"]) == cli.EXIT_NOT_DONE
+        code = main(["resume", "--json"])
+        [record] = json_out(capsys)
+        assert code == 66 and code not in (cli.EXIT_NOT_DONE, cli.EXIT_NOT_YET), record
+        assert record["status"] == "COMPLETED" and record["result_missing"]
+        assert not record.get("waits_again")
+        words = record["error"]
+        assert "did not answer" not in words and "failed" not in words
+        assert "but its result address answers 'Request not found'" in words, record
+        assert "HTTP 404; results purged?" in words
+        assert "done and paid" in words and "gateway's operator" in words  # what to do
+        assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+        # the next run asks again (a replica may have it back) and says the same
+        assert main(["resume"]) == 66
+        line = capsys.readouterr().out
+        assert line.startswith("r1  ep") and "COMPLETED (done and paid" in line, line
     finally:
         gateway.close()
-    [record] = json_out(capsys)
-    assert record["status"] == "COMPLETED" and record["result_missing"]
-    assert not record.get("waits_again")
-    assert "did not answer" not in record["error"]
-    assert "but its result address answers 'Request not found'" in record["error"], record
-    assert "HTTP 404; results purged?" in record["error"]
-    assert handler.results < 20  # the wait kept: not the whole failure limit's tries
+
+
+def test_result_of_a_completed_task_whose_result_is_gone_says_so_with_its_exit_status(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``result ID`` of the same task said "its result could not be fetched in time ...
+    its result is on its way", exit 1: it says, as ``resume`` does, that the task is done
+    and paid and its result gone at the gateway, exit 66 (climend3)."""
+    handler = type("Gateway", (ResultPurged,), {"results": 0})
+    gateway = submitted_then(handler, monkeypatch, tmp_path)
+    # a 404 believed after 0.2 s, not 3 s: the wait of 3 s sees it
+    policy = polling.PollPolicy(not_found_grace=0.2)
+    monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, poll_policy=policy))
+    try:
+        code = main(["result", "r1", "--wait", "3"])
+        line = capsys.readouterr().out.strip()
+        assert code == cli.EXIT_RESULT_GONE == 66, line
+        assert line.startswith("r1: COMPLETED (done and paid, but its result is gone"), line
+        assert "on its way" not in line and "result r1 --wait SECONDS asks again" in line
+        assert main(["result", "r1", "--wait", "3", "--json"]) == 66
+        found = json_out(capsys)
+        assert (found["status"], found["result_missing"], found["done"]) == (
+            "COMPLETED",
+            True,
+            True,
+        )
+    finally:
+        gateway.close()
+
+
+def test_resume_exit_status_a_failure_first_then_a_result_gone_then_not_yet() -> None:
+    """Several tasks: a failed one is 1; else a result gone, 66; else not yet, 75."""
+    done = {"ok": True, "copies_pending": 0}
+    failed = {"ok": False, "copies_pending": 0}
+    gone = failed | {"result_missing": True}
+    later = failed | {"waits_again": True}
+    assert cli._resume_exit([done, gone, later, failed]) == cli.EXIT_NOT_DONE
+    assert cli._resume_exit([done, later, gone]) == 66
+    assert cli._resume_exit([done, later]) == cli.EXIT_NOT_YET
+    assert cli._resume_exit([done]) == 0
+
+
+class PollRefused(OneTaskGateway):
+    """A gateway that refuses every poll with a 409, its detail holding an escape
+    sequence (a gateway's text is shown inert)."""
+
+    def do_GET(self) -> None:
+        self.send_json({"detail": "task is being moved\x1b[2J"}, 409)
+
+
+class ResultRefused(OneTaskGateway):
+    """Task ``r1`` said COMPLETED, whose result address answers 409."""
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/status"):
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+        else:
+            self.send_json({"detail": "result locked"}, 409)
+
+
+def submitted_then(
+    handler: type[OneTaskGateway], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> LoopbackServer:
+    """A loopback gateway that made task ``r1`` (recorded in the ledger), then answers
+    as ``handler`` does."""
+    gateway = LoopbackServer(QueuedTask)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-refused")
+    with genwidgets.Client() as client:
+        client.submit("ep", {"prompt": "a heron"}, validate=False)
+    gateway.httpd.RequestHandlerClass = handler
+    return gateway
+
+
+def test_status_and_resume_say_a_poll_the_gateway_refused_with_409_in_their_words(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 3: a 409 to a status poll is the gateway's refusal. ``status``
+    printed ``genwidgets status: HTTP 409: ...`` as any error; it says, as ``resume``
+    does, that the gateway refused to say how the task stands, its detail (inert), and
+    what to do; exit 1, as every refused poll (a 401's too: docs/decisions.md)."""
+    gateway = submitted_then(PollRefused, monkeypatch, tmp_path)
+    try:
+        assert main(["status", "r1"]) == cli.EXIT_NOT_DONE
+        said = capsys.readouterr()
+        assert said.err == ""
+        line = said.out.strip()
+        assert line.startswith(
+            "r1: the gateway refused to say how the task stands (HTTP 409: task is being "
+            "moved\\x1b[2J)"
+        ), line
+        assert "\x1b" not in line and "ask again with: genwidgets status r1" in line
+        assert main(["status", "r1", "--json"]) == cli.EXIT_NOT_DONE
+        found = json_out(capsys)
+        assert (found["request_id"], found["known"], found["refused"]) == ("r1", False, True)
+        assert found["error"].startswith("HTTP 409: task is being moved")
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+        [record] = json_out(capsys)
+        assert record["error"].startswith(
+            "the gateway refused to say how the task stands (HTTP 409: task is being moved"
+        ), record
+        assert "ConnectError" not in record["error"] and "did not answer" not in record["error"]
+        assert main(["result", "r1", "--wait", "30"]) == cli.EXIT_NOT_DONE  # the same words
+        line = capsys.readouterr().out.strip()
+        assert line.startswith("r1: the gateway refused to say how the task stands (HTTP 409")
+        assert line.endswith("ask again with: genwidgets result r1 --wait SECONDS"), line
+    finally:
+        gateway.close()
+
+
+def test_resume_says_a_result_the_gateway_refused_after_completed_is_refused_not_running(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """climend3, fault 3: the status said COMPLETED and the result was refused (409):
+    ``resume`` said "refused to say how the task stands: the task may still run". It
+    says the result was refused, the task ended, with the gateway's detail; exit 1."""
+    gateway = submitted_then(ResultRefused, monkeypatch, tmp_path)
+    try:
+        assert main(["resume", "--wait", "30", "--json"]) == cli.EXIT_NOT_DONE
+        [record] = json_out(capsys)
+        assert main(["result", "r1", "--wait", "30"]) == cli.EXIT_NOT_DONE
+        line = capsys.readouterr().out.strip()
+        assert line.startswith(
+            "r1: the gateway refused its result (HTTP 409: result locked), though it said "
+            "COMPLETED: the task has ended"
+        ), line
+    finally:
+        gateway.close()
+    assert record["status"] == "COMPLETED" and not record["ok"]
+    words = record["error"]
+    assert words.startswith("the gateway refused its result (HTTP 409: result locked)"), words
+    assert "may still run" not in words and "genwidgets resume asks again" in words
 
 
 def test_resume_says_the_tasks_a_live_process_polls_were_left_to_it_and_the_flag(
@@ -1277,7 +1475,8 @@ def test_a_gateways_text_is_said_as_it_came(
     finally:
         gateway.close()
     said = capsys.readouterr()
-    shown = json.loads(said.out)["error"] if as_json else said.err
+    # a refused poll is the command's line on stdout, as "not known yet" (climend3)
+    shown = json.loads(said.out)["error"] if as_json else said.out
     assert GATEWAY_TEXT in shown, shown
 
 

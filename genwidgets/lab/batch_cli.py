@@ -192,15 +192,7 @@ FLAG_WORDS = (
     ),
     (r"Wait again with job\.result\(\)\.", "genwidgets result ID --wait SECONDS waits again."),
     (r" or pass base_url=\.\.\. \(with neither,", " (with neither,"),
-    # the transport's failures (httpx's class names) in words
-    (r"\bConnectError: All connection attempts failed", "no connection could be made"),
-    (r"\bConnectError: no detail\b", "no connection could be made"),
-    (r"\bConnectError: ", "no connection could be made: "),
-    (r"\b(?:Connect|Read|Write|Pool)Timeout: no detail\b", "no answer in time"),
-    (r"\b(?:Connect|Read|Write|Pool)Timeout: ", "no answer in time: "),
-    (r"\bRemoteProtocolError: ", "the gateway's answer broke off: "),
-    (r"\b(?:Read|Write)Error: ", "the connection broke: "),
-)
+)  # the transport's failures are in words where they are made (protocol.body.failure_words)
 
 
 def command_words(text: str) -> str:
@@ -250,17 +242,13 @@ def say_error(
     return code
 
 
-#: what happens next to a failed row of the embedded simulator: made again, not billed
-EMBEDDED_RETRY = "genwidgets batch --retry-failed makes it again (free: the simulator)"
 #: the command a next step names first (``genwidgets batch --retry-failed``)
 _COMMAND = re.compile(r"genwidgets [a-z]+(?: --[a-z-]+)*")
 
 
-def _next_step(batch: Batch, row: Any) -> str:
-    """A row's next step in the command's words; a failed row of the embedded simulator
-    is made again free, not "a new create, billed" (its error said "free")."""
-    if row.status == "failed" and getattr(batch.client, "embedded", False):
-        return EMBEDDED_RETRY
+def _next_step(row: Any) -> str:
+    """A row's next step in the command's words: the row's own (one source, so a failed
+    row of the embedded simulator says "free" here as in the manifest and the view)."""
     return command_words(row.next_step)
 
 
@@ -291,7 +279,7 @@ def _report(batch: Batch) -> dict[str, Any]:
                 "status": r.status,
                 "request_id": r.request_id,
                 "error": r.error and command_words(r.error),
-                "next": _next_step(batch, r),
+                "next": _next_step(r),
             }
             for r in batch.rows
             if r.status != "done"

@@ -47,6 +47,12 @@ NEXT = {
     "contact lost": "its task exists: running the batch again re-attaches it, with no new create",
     "left running": "left running at the gateway: running the batch again re-attaches it",
 }
+#: ... and to a failed row of the embedded simulator: no key, no money (the one source
+#: of these words: the row, the view, the manifest's ``next`` and the CLI say them)
+NEXT_FREE_FAILED = (
+    "batch.retry_failed() (genwidgets batch --retry-failed) makes it again, free on the "
+    "embedded simulator"
+)
 #: what happens next to a row another live process holds (shown here as ``unknown``, or
 #: as it ended there)
 NEXT_ELSEWHERE = (
@@ -96,6 +102,8 @@ class BatchRow:
     #: the state the store held when this process last wrote or read the row: a stored
     #: state unlike it was written by another process (``Batch.reread_touched``)
     synced: str | None = None
+    #: made by the embedded simulator, which bills nothing: its next step says so
+    free: bool = False
 
     index = property(lambda self: self.planned.index)
     #: its own name: a DataFrame's index label, else its position (``index``)
@@ -134,6 +142,8 @@ class BatchRow:
             return "" if self.state == DONE else NEXT_ELSEWHERE
         if self.state == UNKNOWN and self.request_id:
             return NEXT["contact lost"]
+        if self.state == FAILED and self.free:
+            return NEXT_FREE_FAILED
         return NEXT.get(self.status, "")
 
     @property

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -79,14 +80,67 @@ def outlasted(exc: BaseException) -> bool:
     return isinstance(exc, _TooSlow)
 
 
+#: httpx's words for a connect that failed on every address: the reason is the OSError
+#: beneath it (``connection refused``), said instead
+_ALL_FAILED = "All connection attempts failed"
+
+
+def _with(exc: httpx.HTTPError) -> str:
+    """``HOST:PORT`` of the exchange that failed ("" when httpx did not say which)."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # raised with no request (a transport's own test)
+        return ""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{host}:{port}" if port else host
+
+
+def _os_reason(exc: BaseException) -> str:
+    """The reason of the innermost OSError beneath ``exc`` (``connection refused``,
+    ``name or service not known``), or "": httpx keeps it as a cause or context."""
+    reason, seen = "", 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 10:  # bounded: a chain may loop
+        if isinstance(cause, OSError) and isinstance(cause.errno, int):
+            # asyncio's strerror is its own sentence ("Connect call failed (...)"): the
+            # system's words for the number; a resolver's (negative) numbers its own
+            reason = os.strerror(cause.errno) if cause.errno > 0 else cause.strerror or ""
+            reason = reason.lower()
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return reason
+
+
 def failure_words(exc: BaseException) -> str:
-    """A failed exchange in words: an answer refused here (over a cap, past its deadline)
-    by its words alone, never the name of a private class; any other error by its
-    class and words (``ConnectError: ...``; ``ReadTimeout: no detail``, which the
-    command line says in its words)."""
+    """A failed exchange in words, the one place they are made (the Python API's texts
+    and the command line say these): ``could not connect to 127.0.0.1:9 (connection
+    refused)``, ``no answer in time from HOST:PORT``, never httpx's class name, which
+    ``__cause__`` keeps for code that wants it. An answer refused here (over a cap, past
+    its deadline) by its own words. docs/decisions.md#batch-cli."""
     if isinstance(exc, _BodyRefused) and str(exc):
         return str(exc)
-    return f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+    if not isinstance(exc, httpx.HTTPError) or not type(exc).__module__.startswith("httpx"):
+        return f"{type(exc).__name__}: {str(exc) or 'no detail'}"  # ours (InternalAddress)
+    where = _with(exc)
+    detail = str(exc) if str(exc) != _ALL_FAILED else ""
+    said = f" ({detail})" if detail else ""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"could not connect to {where or 'the gateway'} (no answer in time)"
+    if isinstance(exc, httpx.ConnectError):
+        reason = (_os_reason(exc) if not detail else "") or detail
+        return f"could not connect to {where or 'the gateway'}" + (f" ({reason})" if reason else "")
+    from_, to, with_ = (f" {word} {where}" if where else "" for word in ("from", "to", "with"))
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"no answer in time{from_}"
+    if isinstance(exc, httpx.WriteTimeout):
+        return f"the request could not be sent in time{to}"
+    if isinstance(exc, httpx.PoolTimeout):
+        return f"no connection free in time{to}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the answer{from_} broke off{said}"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        return f"the connection{to} broke{said}"
+    return f"the exchange{with_} failed ({detail or 'no detail'})"
 
 
 @dataclass(frozen=True)

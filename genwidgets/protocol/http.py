@@ -660,11 +660,12 @@ class Gateway:
                         "gateway, so no task was made",
                         endpoint=endpoint,
                     ) from None
-                if attempt >= self.max_retries:
+                if attempt >= self.max_retries:  # __cause__: the httpx error, for its class
                     raise Unreachable(
-                        f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",
+                        f"cannot reach the gateway at {self.base_url}: "
+                        f"{redact(failure_words(exc))}",
                         endpoint=endpoint,
-                    ) from None
+                    ) from exc
                 if made_nothing is not None:
                     made_nothing(exc)
             else:

@@ -97,6 +97,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # a task settled ``cancelled`` on upstream's failure (not its cancel word) while its
     # cancel was on the way: failed, given back, if that cancel never left or was refused
     (4, ("ALTER TABLE tasks ADD COLUMN failed_upstream INTEGER NOT NULL DEFAULT 0",)),
+    # a task's cancels forwarded and not yet answered, whether one of them may have been
+    # applied upstream, and the state the first moved it from: only the last cancel in
+    # flight, none taken, puts the task back (budgets.cancel_answered)
+    (
+        5,
+        (
+            "ALTER TABLE tasks ADD COLUMN cancels_out INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN cancel_taken INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN cancel_from TEXT",
+        ),
+    ),
 )
 
 

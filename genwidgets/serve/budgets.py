@@ -686,21 +686,42 @@ def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
 
 
 def tasks_of(
-    db: Database, *, state: str | None = None, key: str | None = None
+    db: Database,
+    *,
+    state: str | None = None,
+    key: str | None = None,
+    now: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them."""
-    given = {column: value for column, value in (("state", state), ("key_name", key)) if value}
-    clause = (" WHERE " + " AND ".join(f"{c} = ?" for c in given)) if given else ""
+    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them,
+    in one reading transaction: a listing writes nothing. A create ``sending`` for longer
+    than :data:`STALE_SENDING` is ``stale``: one the sweep or a settle gives up as
+    ``unknown``, shown so without being written (and listed under ``unknown`` too)."""
+    cutoff = (time.time() if now is None else now) - STALE_SENDING
+    where: list[str] = []
+    params: list[Any] = []
+    if state == "unknown":
+        where.append("(state = 'unknown' OR state = 'sending' AND created_at < ?)")
+        params.append(cutoff)
+    elif state:
+        where.append("state = ?")
+        params.append(state)
+    if key:
+        where.append("key_name = ?")
+        params.append(key)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
     columns = "id, key_name, endpoint, state, charged, error, created_at, settled_at, cached_from"
     rows = db.run(
         lambda tx: tx.rows(
-            f"SELECT {columns} FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
-            list(given.values()),
+            f"SELECT {columns} FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000", params
         ),
         write=False,
     )
     names = [c.removesuffix("_name") for c in columns.split(", ")]  # key_name is shown as key
-    return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]
+    return [
+        dict(zip(names, row, strict=True))
+        | {"charged": bool(row[4]), "stale": row[3] == "sending" and row[6] < cutoff}
+        for row in rows
+    ]
 
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from .._config import hide_userinfo
 from ..errors import ServeError
@@ -149,13 +149,18 @@ class Tx:
 
 
 class Database:
-    """A SQLite file (a path or ``sqlite:///path``) or a PostgreSQL URL."""
+    """A SQLite file (a path or ``sqlite:///path``; ``sqlite:///path?mode=ro`` opens it
+    read-only: a copy, a file the teacher may not change) or a PostgreSQL URL."""
 
     def __init__(self, url: str | Path) -> None:
         text = str(url)
         self.postgres = text.startswith(("postgresql://", "postgres://"))
         self.url = text
-        self.path = None if self.postgres else Path(text.removeprefix("sqlite:///"))
+        self.read_only = False
+        if not self.postgres and text.startswith("sqlite:///"):
+            text, _, query = text.removeprefix("sqlite:///").partition("?")
+            self.read_only = parse_qs(query).get("mode") == ["ro"]
+        self.path = None if self.postgres else Path(text)
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -167,7 +172,7 @@ class Database:
         # a PostgreSQL URL may carry a password (its userinfo, its ?password=): name the
         # kind and the place only (host, port, database), built from the URL's parts
         if not self.postgres:
-            return f"<Database sqlite {self.path}>"
+            return f"<Database sqlite {self.path}{' (read-only)' * self.read_only}>"
         try:
             parts = urlsplit(self.url)
             port = parts.port
@@ -207,11 +212,16 @@ class Database:
 
                 return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
             assert self.path is not None
+            where = f"file:{quote(str(self.path))}?mode=ro" if self.read_only else self.path
             conn = sqlite3.connect(
-                self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+                where,
+                timeout=_BUSY_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
             )
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            for attempt in range(RETRIES * 10):
+            for attempt in range(0 if self.read_only else RETRIES * 10):
                 try:  # switching a new file to WAL can meet another connection's lock
                     conn.execute("PRAGMA journal_mode = WAL")
                     break
@@ -247,6 +257,11 @@ class Database:
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
         IMMEDIATE), so a read inside it sees no other writer until the commit."""
+        if write and self.read_only:
+            raise storage_error(
+                f"the database {self!r} is opened read-only (?mode=ro): this command changes "
+                "it; give the class's file as the server has it"
+            )
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
         if self.postgres:  # a read: one snapshot for all its reads, as SQLite's BEGIN gives
             begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
@@ -296,7 +311,24 @@ class Database:
         raise AssertionError("unreachable")
 
     def migrate(self) -> int:
-        """Bring the schema to the newest version; the version now."""
+        """Bring the schema to the newest version; the version now. A schema already
+        the newest is only read: a listing writes nothing, and a read-only file or a
+        replica (which takes no write transaction) lists."""
+        newest = MIGRATIONS[-1][0]
+        try:
+            found = self.run(
+                lambda tx: tx.one("SELECT MAX(version) FROM schema_version"), write=False
+            )
+        except ServeError:  # no schema yet (a new file), or unreadable: written below
+            found = None
+        if found and found[0] is not None and int(found[0]) >= newest:
+            return int(found[0])
+        if self.read_only:
+            raise storage_error(
+                f"the database {self!r} is opened read-only and holds no class schema of "
+                f"version {newest} (another file, or one an older genwidgets wrote: a command "
+                "that changes it brings it up to date)"
+            )
 
         def work(tx: Tx) -> int:
             if self.postgres:

@@ -17,7 +17,7 @@ from loopback import LoopbackServer, OneTaskGateway
 from serve_helpers import TEACHER_KEY
 
 from genwidgets.errors import ServeError
-from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_key
 from genwidgets.serve.usage import usage
@@ -173,3 +173,24 @@ def test_a_cancel_taken_upstream_holds_when_an_earlier_one_fails(
     assert HeldFirstCancel.puts == 2
     assert states(db) == ["cancelled"]
     assert spent(db, "alice") == {"tasks": 1.0, "images": 1.0}
+
+
+def test_only_the_last_cancel_in_flight_none_taken_puts_the_task_back(
+    database: Database,
+) -> None:
+    """The rule without a server: two cancels forwarded; the first failing leaves the
+    task being cancelled while the second is out; the second failing too puts it back
+    as the first found it. Had either been taken, it stays asked whatever the other."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    for taken in (None, "first", "second"):
+        task_id = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+        budgets.move(db, task_id, "unknown", error="upstream answered 502")
+        ways = [budgets.ask_cancel(db, task_id) for _ in range(2)]
+        assert ways == [("forward", "unknown"), ("forward", None)]
+        first = budgets.cancel_answered(db, task_id, taken=taken == "first")
+        assert not first and budgets.task_state(db, task_id) == "cancelling"
+        second = budgets.cancel_answered(db, task_id, taken=taken == "second")
+        assert second is (taken is None)
+        assert budgets.task_state(db, task_id) == ("unknown" if taken is None else "cancelling")

@@ -10,6 +10,11 @@ and the rows on disk once the lock is gone. The ratios locked / unlocked are the
 figures: near 1 means the lock delays only the ledger.
 
     python -m benchmarks.ledger_lock --lock-seconds 30 --tasks 30
+
+Beside it, the merge of the notes such a lock leaves (``<ledger>.pending.jsonl``) at the
+next open: pending files of 2,000 and 8,000 notes (held creates: an intent and its handle
+each), merged side by side in turn; the time ratio is the figure, near 4 when the merge is
+linear in the notes (16 when it looked the table up once per note).
 """
 
 from __future__ import annotations
@@ -149,6 +154,54 @@ def run_ledger_lock(tasks: int = 30, lock_seconds: float = 30.0) -> dict[str, An
         "notice_p95_ratio": ratio("notice_s", "p95"),
         "notice_p95_added_s": round(locked["notice_s"]["p95"] - unlocked["notice_s"]["p95"], 3),
         "submit_p95_s_locked": locked["submit_s"]["p95"],
+        "pending_merge": run_pending_merge(),
+    }
+
+
+def _held_creates(notes: int) -> list[dict[str, Any]]:
+    """The notes of ``notes // 2`` held creates of one process: an intent, its handle."""
+    made: list[dict[str, Any]] = []
+    for n in range(1, notes // 2 + 1):
+        at = 1_000_000.0 + n
+        made.append(
+            {"ticket": -n, "gateway": "http://gw", "endpoint": ENDPOINT, "payload": "{}"}
+            | {"tag": None, "at": at, "key": None, "pid": 4242, "host": "held-host"}
+        )
+        made.append(
+            {"row": -n, "request_id": f"held-{n}", "endpoint": ENDPOINT, "at": at + 1}
+            | {"pid": 4242, "host": "held-host"}
+        )
+    return made
+
+
+def _merge_s(notes: list[dict[str, Any]], folder: Path) -> float:
+    """Seconds one merge of ``notes`` takes in a fresh ledger's write transaction."""
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.jobs.ledger.file import merge_notes
+
+    path = folder / f"merge-{len(notes)}-{time.monotonic_ns()}.sqlite3"
+    with Ledger(path) as ledger, ledger.transaction() as conn:
+        started = time.perf_counter()
+        merge_notes(notes)(conn)
+        return time.perf_counter() - started
+
+
+def run_pending_merge(small: int = 2000, large: int = 8000, rounds: int = 3) -> dict[str, Any]:
+    """The next open's merge of a pending file of ``small`` and of ``large`` notes, in
+    turn (``rounds`` each, the median kept): the ratio large / small, near large / small
+    when the merge is linear."""
+    times: dict[int, list[float]] = {small: [], large: []}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(rounds):
+            for size in (small, large):
+                times[size].append(_merge_s(_held_creates(size), Path(folder)))
+    median = {size: sorted(taken)[len(taken) // 2] for size, taken in times.items()}
+    return {
+        "small_notes": small,
+        "large_notes": large,
+        "small_s": round(median[small], 4),
+        "large_s": round(median[large], 4),
+        "ratio": round(median[large] / median[small], 2) if median[small] else float("nan"),
     }
 
 
@@ -179,6 +232,16 @@ def section(r: dict[str, Any]) -> list[str]:
         f"({r['notice_p95_added_s']:+.2f} s). Rows: written once the lock ended, none lost.",
         "",
     ]
+    merged = r.get("pending_merge")
+    if merged is not None:
+        lines += [
+            f"The notes such a lock leaves, merged at the next open: {merged['small_notes']} "
+            f"notes in {merged['small_s']:.3f} s, {merged['large_notes']} in "
+            f"{merged['large_s']:.3f} s: **{merged['ratio']:.2f}x** the time for "
+            f"{merged['large_notes'] / merged['small_notes']:g}x the notes (linear: near "
+            f"{merged['large_notes'] / merged['small_notes']:g}).",
+            "",
+        ]
     return lines
 
 
@@ -186,7 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ledger_lock")
     parser.add_argument("--tasks", type=int, default=30)
     parser.add_argument("--lock-seconds", type=float, default=30.0)
+    parser.add_argument("--merge-only", action="store_true", help="only the pending merge")
     args = parser.parse_args(argv)
+    if args.merge_only:
+        print(json.dumps(run_pending_merge(), indent=2))
+        return 0
     print(json.dumps(run_ledger_lock(args.tasks, args.lock_seconds), indent=2))
     return 0
 

@@ -140,6 +140,9 @@ class Job:
         #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
         #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
+        #: the gateway answered a cancel by taking it (or said the task had ended): one
+        #: following the task again need not ask it again
+        self.cancel_taken = False
         #: why its last poll failed for want of contact (a 5xx, no answer) and when
         #: (``time.time()``); both None once a status answers (:func:`poll_failed_since`)
         self.poll_error: BaseException | None = None
@@ -525,6 +528,7 @@ class Job:
 
     def _cancel_taken(self) -> None:
         """The gateway took the cancel, or the task ended: a kept cancel is no more."""
+        self.cancel_taken = True
         if self.cancel_error is not None:
             self.cancel_error = None
             self._notify()
@@ -774,13 +778,21 @@ def ended_by_a_cancel(result: object) -> bool:
 
 
 _ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)
+#: Words of a refusal naming an end other than cancelled ("already cancelled or
+#: completed", "cancelled/finished"): one refusal a gateway says for either end.
+_ANOTHER_END = re.compile(
+    r"complet|finish|succe|fail|\bended\b|\bdone\b|terminat|expire|final|process",
+    re.IGNORECASE,
+)
 
 
 def _says_already_cancelled(error: GatewayError) -> bool:
     """A cancel's refusal in words saying the task was cancelled already ("Task already
-    cancelled"): a kept cancel taken, its answer lost; "already in progress and cannot
-    be cancelled" is not it."""
-    return _ALREADY_CANCELLED.search(str(error)) is not None
+    cancelled") and nothing else: a kept cancel taken, its answer lost. "already in
+    progress and cannot be cancelled" is not it, nor words naming another end too
+    ("already cancelled or completed": billed in full), which ask the status."""
+    words = error.message
+    return _ALREADY_CANCELLED.search(words) is not None and not _ANOTHER_END.search(words)
 
 
 def poll_failed_since(job: object, since: float) -> BaseException | None:

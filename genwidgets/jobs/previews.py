@@ -63,8 +63,9 @@ def _size(width: int, height: int, side: int) -> tuple[int, int]:
 
 
 class _NotNow(Exception):
-    """A rung failed for this machine's sake (a full disk, no memory), not the source's:
-    no preview now, and none remembered (the next display tries again)."""
+    """A rung failed for this machine's sake (a full disk, no memory, its time budget
+    run out mid-rung on a busy machine), not the source's: no preview now, and none
+    remembered (the next display tries again)."""
 
 
 def _encode(
@@ -74,7 +75,8 @@ def _encode(
     temporary file beside the source: ``faststart`` (the index first, so a page plays
     before it has every byte) rewrites the file, which an in-memory buffer cannot do.
     Decoding stops at the rung's seconds, at ``seconds x MAX_SOURCE_FPS`` frames, or
-    once ``clock()`` passes ``until``."""
+    once ``clock()`` passes ``until``: then :class:`_NotNow`, since the frames made by
+    then are a cut clip, not the rung's preview (kept, it was shown for good)."""
     import av  # noqa: PLC0415 - PyAV loads only when a video is previewed
 
     try:
@@ -103,8 +105,10 @@ def _encode(
                 most = int(rung.seconds * MAX_SOURCE_FPS)
                 for decoded, frame in enumerate(container.decode(stream), 1):
                     at = float(frame.time) if frame.time is not None else kept / rung.fps
-                    if at > rung.seconds or decoded > most or clock() > until:
+                    if at > rung.seconds or decoded > most:
                         break
+                    if clock() > until:
+                        raise _NotNow("out of time")
                     if at + 1e-6 < kept / rung.fps:  # thin to the preview's frame rate
                         continue
                     small = frame.reformat(width=size[0], height=size[1], format="yuv420p")
@@ -148,8 +152,9 @@ def preview(
     none is not decoded again while it is unchanged (an empty ``.none`` beside it):
     every display of its face asked again. The ladder stops at a rung the source
     gives nothing at (a smaller one would not either) and after :data:`PREVIEW_SECONDS`
-    on ``clock``; a ladder cut by that budget or by a fault of this machine's (a full
-    disk, no memory) is not remembered: the next display tries again."""
+    on ``clock``; a ladder cut by that budget (mid-rung too: its clip is cut short) or
+    by a fault of this machine's (a full disk, no memory) gives None and writes
+    nothing: the next display tries again."""
     source = Path(path)
     target = source.with_name(f"{source.name}.preview{max_bytes}.mp4")
     if is_fresh(target, source):

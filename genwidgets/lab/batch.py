@@ -298,13 +298,14 @@ class Batch:
         row.cancel_asked_at, row.word_at_cancel = None, None
         if not same_task:
             row.created_at = created_at if created_at is not None else time.time()
-            row.timed_out = False
+            row.timed_out = row.cancel_taken = False
         deadline = row.timed_out and self.on_timeout == "cancel"
         if (row.user_cancelled or deadline) and not job.done():  # it holds for the task
             row.cancel_asked_at = time.time()
             row.word_at_cancel = job.last_status if deadline else None
-            taken = getattr(old, "cancel_requested", False) and kept_cancel(old) is None
-            if not (same_task and taken):  # one the gateway took holds: not asked again
+            taken = getattr(old, "cancel_taken", False)  # answered: not one on its way
+            row.cancel_taken = same_task and (row.cancel_taken or taken)
+            if not row.cancel_taken:  # one the gateway took holds: not asked again
                 job.request_cancel()
         index = row.index
 
@@ -734,7 +735,9 @@ class Batch:
         """Polling gave up without word of the task: follow it again after a backoff, until
         the row's deadline; then ``unknown``, its request id kept for a resume. A row whose
         ``timeout`` passed before its cancel was asked is followed again at once instead:
-        :meth:`check_deadlines` asks its cancel first."""
+        :meth:`check_deadlines` asks its cancel first; one whose deadline's cancel is on its
+        way or was taken (not failed) is followed once more, within the cancel's grace: the
+        task may be cancelled, and the gateway answered."""
         now = time.time()
         with self.lock:
             row.lost += 1
@@ -743,6 +746,14 @@ class Batch:
             cancel_due = deadline is not None and self.on_timeout == "cancel" and not row.timed_out
             if deadline is None:
                 deadline = row.lost_since + CONTACT_PATIENCE
+            asked = row.cancel_asked_at
+            if (
+                row.timed_out
+                and asked is not None
+                and getattr(row.job, "cancel_requested", False)
+                and getattr(row.job, "cancel_error", None) is None
+            ):  # its cancel is on its way or taken: one more look, before its grace ends
+                deadline = max(deadline, asked + CANCEL_GRACE)
             if now >= deadline and not cancel_due:
                 past = f", past its timeout of {self.timeout:g} s" if row.timed_out else ""
                 self._unknown(row, f"contact lost ({why}){past}")

@@ -83,6 +83,9 @@ class BatchRow:
     #: the last status heard of its task when its deadline's cancel was asked: a fresh
     #: answer since says contact holds
     word_at_cancel: Status | None = None
+    #: the gateway took its task's cancel in this session (answered, not on its way): a
+    #: job following the task again does not ask it again
+    cancel_taken: bool = False
     rate_limited: int = 0
     #: times contact with its task was lost in a row, and when to follow it again
     lost: int = 0

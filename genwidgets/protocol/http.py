@@ -310,8 +310,10 @@ def _says_rate_limited(answer: Answer) -> bool:
     return says_rate_limited(answer.status_code, answer.json() if said else None)
 
 
-#: Transport failures before the request left: nothing reached the gateway.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+#: Transport failures before the request left: nothing reached the gateway. httpx's
+#: ``LocalProtocolError`` is h11 refusing the request's head as it is built (a header
+#: value with a space at its end), which httpcore does before writing a byte.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.LocalProtocolError)
 #: What a request of the gateway's may fail with, no whole answer read: a transport
 #: failure, or an address refused (the gateway's name rebound into this machine or
 #: its network: docs/decisions.md#fetch-addresses), a fault of contact either way.
@@ -339,8 +341,16 @@ def _after_a_redirect(exc: Exception, url: str) -> bool:
 
 def _unsendable(text: str) -> str | None:
     """Words for the first character of a key no header can carry (not printable
-    ASCII: a pasted no-break space, a curly quote, a newline), naming the character and
-    its place, never the key; None when every character can go."""
+    ASCII: a pasted no-break space, a curly quote, a newline; or a space at either end,
+    which h11 refuses in a header value, or which makes ``Bearer  key``), naming the
+    character and its place, never the key; None when every character can go."""
+    for place, end in ((1, "start"), (len(text), "end")):
+        if text and text[place - 1] == " ":
+            return (
+                f"the API key (api_key or GENWIDGETS_API_KEY) holds a space at character "
+                f"{place} (its {end}), which no HTTP header carries there (copied with a "
+                "space?): give the key without surrounding spaces"
+            )
     for place, char in enumerate(text, 1):
         if not (char.isascii() and char.isprintable()):
             name = unicodedata.name(char, "a control character")
@@ -642,7 +652,14 @@ class Gateway:
                         "client.history() before submitting again.",
                         endpoint=endpoint,
                     ) from None
-                # Nothing was sent: safe to try again.
+                # Nothing was sent: safe to try again, unless refused as made (again).
+                if isinstance(exc, httpx.LocalProtocolError):
+                    raise Unreachable(
+                        "the create request was not sent: the HTTP library refused it as "
+                        f"it was built ({redact(failure_words(exc))}); nothing reached the "
+                        "gateway, so no task was made",
+                        endpoint=endpoint,
+                    ) from None
                 if attempt >= self.max_retries:
                     raise Unreachable(
                         f"cannot reach the gateway at {self.base_url}: {redact(str(exc))}",

@@ -134,7 +134,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upstream", help=f"the gateway to forward to, or '{SIMULATOR}'")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8766, help="port (0: a free one)")
-    parser.add_argument("--prices", help="a JSON price table: {endpoint: {'per_image': 0.04}}")
+    parser.add_argument(
+        "--prices",
+        help='a JSON file of prices, or the table itself: {"ENDPOINT": {"per_image": 0.04}}',
+    )
     parser.add_argument(
         "--max-running", type=_cap(int), default=8, help="unfinished tasks per key (0: no cap)"
     )
@@ -471,13 +474,28 @@ def _upstream_key(upstream: str) -> Secret:
     return Secret(value)
 
 
-def _prices(path: str) -> dict[str, dict[str, float]]:
-    """``--prices``: the JSON table at ``path``, checked (:func:`~.budgets.price_table`)
-    before anything is served."""
+def _prices(given: str) -> dict[str, dict[str, float]]:
+    """``--prices``: a JSON file's table, or the table itself when the text starts with
+    '{' (--help showed one, and the teacher was told Python's ``[Errno 2]``), checked
+    (:func:`~.budgets.price_table`) before anything is served."""
+    inline = given.lstrip().startswith("{")
+    where = "--prices" if inline else f"--prices {given}"
     try:
-        return price_table(json.loads(Path(path).read_text(encoding="utf-8")))
+        text = given if inline else Path(given).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise GenwidgetsError(
+            f"{where}: cannot read it ({why}): give a JSON file of prices, as "
+            '{"ENDPOINT": {"per_image": 0.04}}, or that table itself'
+        ) from None
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise GenwidgetsError(f"{where}: not JSON ({exc})") from None
+    try:
+        return price_table(table)
     except (PayloadError, ValueError) as exc:
-        raise GenwidgetsError(f"--prices {path}: {exc}") from None
+        raise GenwidgetsError(f"{where}: {exc}") from None
 
 
 def _run(db: Database, args: argparse.Namespace) -> int:
@@ -525,7 +543,11 @@ def _existing(db: Database, args: argparse.Namespace) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     """``genwidgets serve ...``; the exit status."""
-    db = Database(args.database)
+    try:  # a --database that cannot be read (it would leak, or make the wrong file)
+        db = Database(args.database)
+    except GenwidgetsError as exc:
+        print(f"genwidgets serve: {exc}", file=sys.stderr)
+        return 2
     try:
         _existing(db, args)
         db.migrate()

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote
 
 from .._config import hide_userinfo
-from ..errors import ServeError
+from ..errors import GenwidgetsError, ServeError
 
 __all__ = [
     "CAPS",
@@ -53,6 +53,25 @@ _BUSY_MS = 60_000
 LOCK_WAIT = _BUSY_MS / 1000
 #: a ``password=...`` pair in a conninfo or a URL's query, as a driver's message quotes it
 _PASSWORD_PAIR = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.IGNORECASE)
+#: where a URL's host part ends (RFC 3986): an '@' after it is no userinfo's end
+_HOST_PART_END = re.compile(r"[/?#]")
+#: how to write a password that holds what a URL cannot
+_ENCODE = "percent-encode them: / as %2F, ? as %3F, # as %23, @ as %40, % as %25"
+#: what ``--database`` takes, as the refusals say it
+_FORMS = (
+    "--database takes a SQLite file (its path, or sqlite:///PATH) or a PostgreSQL URL "
+    "(postgresql://USER:PASSWORD@HOST:PORT/DBNAME)"
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: one ``keyword = value`` of a libpq conninfo, as libpq reads it (a value quoted, or
+#: up to the next space, with backslash escapes)
+_CONNINFO_PAIR = re.compile(r"\s*(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|(?!')(?:[^\s\\]|\\.)+)\s*")
+#: libpq's keywords that a conninfo almost always holds one of
+_CONNINFO_WORDS = {
+    *("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service"),
+    *("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options"),
+    *("application_name", "target_session_attrs", "channel_binding", "gssencmode"),
+}
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)
@@ -155,12 +174,18 @@ class Database:
     def __init__(self, url: str | Path) -> None:
         text = str(url)
         self.postgres = text.startswith(("postgresql://", "postgres://"))
+        if not self.postgres and isinstance(url, str):
+            _refuse_no_sqlite_path(text)
         self.url = text
-        self.read_only = False
-        if not self.postgres and text.startswith("sqlite:///"):
-            text, _, query = text.removeprefix("sqlite:///").partition("?")
-            self.read_only = parse_qs(query).get("mode") == ["ro"]
-        self.path = None if self.postgres else Path(text)
+        #: ``sqlite:///PATH?mode=ro``: the file opened read-only (any other text after
+        #: ``sqlite:///`` is the path as written)
+        self.read_only = (
+            not self.postgres and text.startswith("sqlite:///") and text.endswith("?mode=ro")
+        )
+        path = text.removeprefix("sqlite:///").removesuffix("?mode=ro" * self.read_only)
+        self.path = None if self.postgres else Path(path)
+        #: what the repr shows of a PostgreSQL URL: user@host:port/database, never more
+        self._place = _place(text) if self.postgres else ""
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -169,18 +194,11 @@ class Database:
         self._closing: set[int] = set()
 
     def __repr__(self) -> str:
-        # a PostgreSQL URL may carry a password (its userinfo, its ?password=): name the
-        # kind and the place only (host, port, database), built from the URL's parts
+        # a PostgreSQL URL may carry a password (its userinfo, its ?password=): the kind
+        # and the place only, built from the URL's parts when it was read (_place)
         if not self.postgres:
             return f"<Database sqlite {self.path}{' (read-only)' * self.read_only}>"
-        try:
-            parts = urlsplit(self.url)
-            port = parts.port
-        except ValueError:  # unreadable (an IPv6 typo): the place as written, no query
-            where = self.url.rpartition("@")[2].partition("?")[0]
-        else:
-            where = f"{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
-        return f"<Database postgresql {where}>"
+        return f"<Database postgresql {self._place}>"
 
     def _hidden(self, exc: BaseException) -> str:
         """``exc``'s text without the URL's password: psycopg's messages quote the whole
@@ -361,6 +379,103 @@ class Database:
                 with contextlib.suppress(Exception):
                     conn.close()
         self._local = threading.local()
+
+
+def _refuse_no_sqlite_path(text: str) -> None:
+    """Refuse a ``--database`` text that is not a SQLite path anyone means, in words that
+    never repeat it (it may hold a password): another ``scheme://`` (``POSTGRESQL://``
+    made the folders ``POSTGRESQL:/user:pw@host``), a libpq conninfo (``host=...
+    password=... dbname=...`` served the class on a local file named with the password,
+    review-28 fault 4), or a text with '=' and a space, or a ``password=``, that names
+    no file here; ``sqlite:///PATH`` is always a path (``?mode=ro`` at its end:
+    read-only). docs/decisions.md#serve-storage."""
+    if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
+        return
+    if _SCHEME.match(text):
+        scheme = text.partition("://")[0]
+        raise GenwidgetsError(f"{_FORMS}, not a {scheme}:// URL (written in lower case)")
+    pairs = _conninfo(text)
+    if pairs is not None and _CONNINFO_WORDS & pairs.keys():
+        there = Path(text).exists()
+        raise GenwidgetsError(
+            f"{_FORMS}; this is a libpq key=value connection string: give it as "
+            f"{_conninfo_url(pairs)}, a '/', '?', '#', '@' or '%' in the password "
+            "percent-encoded (%2F, %3F, %23, %40, %25)"
+            + (
+                "; a file named by this text is here (an older genwidgets took the text "
+                "as a SQLite file: its budgets are not the class's): delete it"
+                if there
+                else ""
+            )
+        )
+    looks_paired = ("=" in text and re.search(r"\s", text)) or _PASSWORD_PAIR.search(text)
+    if looks_paired and not Path(text).exists():
+        raise GenwidgetsError(
+            f"{_FORMS}; this text holds '=' and spaces and names no file here (it is "
+            "not shown: it may hold a password). A libpq key=value string is given "
+            "as postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+        )
+
+
+def _conninfo(text: str) -> dict[str, str] | None:
+    """``text`` as libpq's ``keyword=value`` pairs, values unquoted, or None when it is
+    not wholly such pairs."""
+    pairs: dict[str, str] = {}
+    at = 0
+    while at < len(text):
+        found = _CONNINFO_PAIR.match(text, at)
+        if found is None:
+            return None
+        value = found.group(2)
+        if value.startswith("'"):
+            value = value[1:-1]
+        pairs[found.group(1).lower()] = re.sub(r"\\(.)", r"\1", value)
+        at = found.end()
+    return pairs or None
+
+
+def _conninfo_url(pairs: dict[str, str]) -> str:
+    """The URL to give for a conninfo: its user, host, port and database, the password
+    a placeholder (never its value)."""
+    user = quote(pairs.get("user", ""), safe="")
+    if "password" in pairs:
+        user += ":PASSWORD"
+    host = pairs.get("host") or pairs.get("hostaddr", "")
+    host = f"[{host}]" if ":" in host else quote(host, safe=",")
+    port = f":{pairs['port']}" if pairs.get("port", "").isdigit() else ""
+    dbname = quote(pairs.get("dbname", ""), safe="")
+    return f"postgresql://{user + '@' if user else ''}{host}{port}/{dbname}"
+
+
+def _place(url: str) -> str:
+    """A PostgreSQL URL's place as ``user@host:port/database``, from its parts (the query's
+    ``host``, ``port``, ``user``, ``dbname`` where the URL leaves them out), never its
+    password. The userinfo ends at the URL's one '@', and that '@' must stand before the
+    host part's end (the first '/', '?' or '#'): a password pasted with one of those
+    unencoded (``2024/Spring``) is read by libpq and urlsplit as a host, a port and a
+    path, and showing those parts showed the password. Such a URL is refused, whole
+    (review-28, fault 3)."""
+    rest = url.partition("://")[2]
+    end = _HOST_PART_END.search(rest)
+    authority = rest[: end.start()] if end else rest
+    after = rest[len(authority) :]
+    userinfo, _, host = authority.rpartition("@")
+    if "@" in userinfo or "@" in after:
+        raise GenwidgetsError(
+            "--database: this postgresql:// URL has an '@' libpq would not read as the end "
+            "of its password (a '/', '?', '#' or '@' in the user name or password, or an '@' "
+            f"after the host): {_ENCODE} (the URL is not shown: it may hold a password)"
+        )
+    user = userinfo.partition(":")[0]
+    path = after.partition("#")[0].partition("?")[0]
+    query = parse_qs(after.partition("#")[0].partition("?")[2])
+    given = {name: values[0] for name, values in query.items() if values}
+    user = user or given.get("user", "")
+    if not host and "host" in given:
+        host = given["host"] + (f":{given['port']}" if "port" in given else "")
+    if path in ("", "/") and "dbname" in given:
+        path = "/" + given["dbname"]
+    return f"{user}@{host}{path}" if user else f"{host}{path}"
 
 
 def _retryable(exc: BaseException | None) -> bool:

@@ -236,14 +236,25 @@ def test_retried_rows_spend_again_and_the_batch_stops_at_the_cap(
     assert sim_stats(sim)["created"] == 3
 
 
-@pytest.mark.slow
-def test_two_processes_sending_one_batch_never_send_a_row_twice(
-    home: Path, sim: SimulatorServer, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def two_processes(home: Path, sim: SimulatorServer) -> Iterator[tuple[Path, list[gw.Client]]]:
+    """Two clients of ``sim`` on one ledger in ``home``, as two processes have (its path
+    and them), both closed on leaving."""
     path = home / "ledger.sqlite3"
     home.mkdir(parents=True, exist_ok=True)
     clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
     try:
+        yield path, clients
+    finally:
+        for c in clients:
+            c.close()
+
+
+@pytest.mark.slow
+def test_two_processes_sending_one_batch_never_send_a_row_twice(
+    home: Path, sim: SimulatorServer, tmp_path: Path
+) -> None:
+    with two_processes(home, sim) as (path, clients):
         batches = [
             open_and_send(
                 T2I,
@@ -260,9 +271,6 @@ def test_two_processes_sending_one_batch_never_send_a_row_twice(
             b.submit()
         for b in batches:
             b.wait(timeout=120, progress="none")
-    finally:
-        for c in clients:
-            c.close()
     digests = [t["payload_sha256"] for t in sim_tasks(sim)]
     assert len(digests) == len(set(digests)) == 12  # every row created once, by one of them
     for index in range(12):
@@ -287,19 +295,13 @@ def test_a_process_that_finds_its_rows_done_by_another_leaves_their_record_done(
 ) -> None:
     """Two processes open one batch; the first sends it all and ends; the second's rows
     are then all taken. It says so, and never writes over the first's record."""
-    path = home / "ledger.sqlite3"
-    home.mkdir(parents=True, exist_ok=True)
-    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
     kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "late", "confirm_above": 0}
-    try:
+    with two_processes(home, sim) as (path, clients):
         first, second = (
             open_and_send(T2I, prompts(3), TEMPLATE, client=c, **kwargs) for c in clients
         )
         first.submit().wait(timeout=120, progress="none")
         second.submit().wait(timeout=120, progress="none")
-    finally:
-        for c in clients:
-            c.close()
     assert sim_stats(sim)["created"] == 3
     assert [r.status for r in second.rows] == ["done"] * 3  # as the store says
     assert [r.files for r in second.rows] == [r.files for r in first.rows]
@@ -309,6 +311,26 @@ def test_a_process_that_finds_its_rows_done_by_another_leaves_their_record_done(
         assert {r.state for r in store.rows("late")} == {"done"}
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def held_copies(
+    home: Path, sim: SimulatorServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, batch_id: str
+) -> Iterator[tuple[gw.Batch, gw.Batch, threading.Event, list[gw.Client]]]:
+    """Two processes' copies of one batch of three rows (``batch_id``, into ``o``): the
+    first's rows reserved and held unsent until ``go_on`` is set (on leaving at the
+    latest), the second opened meanwhile on its own store; and the two clients."""
+    with two_processes(home, sim) as (_, clients):
+        reserved, go_on = _held_sends(clients[0], monkeypatch)
+        kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": batch_id}
+        try:
+            first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
+            assert reserved.wait(60)
+            monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
+            second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+            yield first, second, go_on, clients
+        finally:
+            go_on.set()
 
 
 def _held_sends(client: gw.Client, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
@@ -360,26 +382,13 @@ def test_a_batch_opened_by_another_process_while_one_sends_it_leaves_that_ones_r
 ) -> None:
     """Rows another live process reserved and has not sent yet (no ledger intent) are its
     own: the second process shows them as taken and sends none of them."""
-    path = home / "ledger.sqlite3"
-    home.mkdir(parents=True, exist_ok=True)
-    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
-    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "busy"}
-    reserved, go_on = _held_sends(clients[0], monkeypatch)
-    try:
-        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
-        assert reserved.wait(60)
-        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
-        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+    with held_copies(home, sim, monkeypatch, tmp_path, "busy") as (first, second, go_on, _):
         assert second.store is not first.store
         second.wait(timeout=120, progress="none")
         assert [r.status for r in second.rows] == ["unknown"] * 3
         assert all("another process" in (r.error or "") for r in second.rows)
         go_on.set()
         first.wait(timeout=120, progress="none")
-    finally:
-        go_on.set()
-        for c in clients:
-            c.close()
     digests = [t["payload_sha256"] for t in sim_tasks(sim)]
     assert len(digests) == len(set(digests)) == 3  # each row made once, by the first
     assert [r.status for r in first.rows] == ["done"] * 3
@@ -393,25 +402,12 @@ def test_a_batch_ending_after_the_process_that_held_its_rows_writes_them_as_stor
     """Two processes sending one batch: the one ending last wrote the other's rows as it
     saw them at its start (``unknown``, "another process ... holds it"), though they were
     done with their files. Its last write reads them from the store (issue 38)."""
-    path = home / "ledger.sqlite3"
-    home.mkdir(parents=True, exist_ok=True)
-    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
-    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "overlap"}
-    reserved, go_on = _held_sends(clients[0], monkeypatch)
-    try:
-        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
-        assert reserved.wait(60)
-        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
-        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+    with held_copies(home, sim, monkeypatch, tmp_path, "overlap") as (first, second, go_on, _):
         second.wait(timeout=120, progress="none")
         assert [r.status for r in second.rows] == ["unknown"] * 3  # the first one's
         go_on.set()
         first.wait(timeout=120, progress="none")
         second.wait(timeout=120, progress="none")  # it ends last
-    finally:
-        go_on.set()
-        for c in clients:
-            c.close()
     assert [r.status for r in second.rows] == ["done"] * 3
     assert second.counts()["unknown"] == 0
     with open(tmp_path / "o" / "manifest.csv", encoding="utf-8") as table:
@@ -427,16 +423,7 @@ def test_a_copy_of_a_batch_never_retries_rows_the_other_process_held_and_retried
     (done), the second's ``retry_failed()`` wrote ``waiting`` over that ``done`` and paid
     for every row again. A row another live process holds is never sent by this one."""
     configure(sim, fail_rate=1.0)
-    path = home / "ledger.sqlite3"
-    home.mkdir(parents=True, exist_ok=True)
-    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
-    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "copies"}
-    reserved, go_on = _held_sends(clients[0], monkeypatch)
-    try:
-        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
-        assert reserved.wait(60)
-        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
-        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+    with held_copies(home, sim, monkeypatch, tmp_path, "copies") as (first, second, go_on, _):
         second.wait(timeout=120, progress="none")
         go_on.set()
         first.wait(timeout=120, progress="none")
@@ -450,12 +437,8 @@ def test_a_copy_of_a_batch_never_retries_rows_the_other_process_held_and_retried
         assert second.retry_failed() == 0
         second.wait(timeout=120, progress="none")
         assert [r.status for r in second.rows] == ["done"] * 3  # re-read from the store
-    finally:
-        go_on.set()
-        for c in clients:
-            c.close()
     assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done: none paid twice
-    store = BatchStore(Ledger(path))
+    store = BatchStore(Ledger(home / "ledger.sqlite3"))
     try:
         assert {r.state for r in store.rows("copies")} == {"done"}
     finally:
@@ -471,16 +454,7 @@ def test_rows_failed_in_a_process_that_has_ended_are_retried_by_the_copy_still_r
     are anyone's, and the copy's ``retry_failed()`` sends them. Before, they stayed held
     for the rest of the copy's life."""
     configure(sim, fail_rate=1.0)
-    path = home / "ledger.sqlite3"
-    home.mkdir(parents=True, exist_ok=True)
-    clients = [gw.Client(sim.base_url, KEY, ledger=Ledger(path)) for _ in range(2)]
-    kwargs: dict[str, Any] = {"out": tmp_path / "o", "id": "ended"}
-    reserved, go_on = _held_sends(clients[0], monkeypatch)
-    try:
-        first = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[0], **kwargs)
-        assert reserved.wait(60)
-        monkeypatch.setattr(lab_store, "_stores", {})  # its own store, as in another process
-        second = open_and_send(T2I, prompts(3), TEMPLATE, client=clients[1], **kwargs)
+    with held_copies(home, sim, monkeypatch, tmp_path, "ended") as (first, second, go_on, clients):
         second.wait(timeout=120, progress="none")
         go_on.set()
         first.wait(timeout=120, progress="none")
@@ -492,10 +466,6 @@ def test_rows_failed_in_a_process_that_has_ended_are_retried_by_the_copy_still_r
         assert second.retry_failed() == 3
         second.wait(timeout=120, progress="none")
         assert [r.status for r in second.rows] == ["done"] * 3
-    finally:
-        go_on.set()
-        for c in clients:
-            c.close()
     assert sim_stats(sim)["created"] == 6  # 3 failed, then 3 done
 
 
@@ -642,6 +612,26 @@ def test_a_row_whose_cancel_does_not_end_its_task_is_left_running(
         )
 
 
+@contextlib.contextmanager
+def loopback_client(handler: type[BaseHTTPRequestHandler], **options: Any) -> Iterator[gw.Client]:
+    """A client (no ledger) of a loopback gateway answering as ``handler``: both ended
+    on leaving."""
+    gateway = LoopbackServer(handler)
+    try:
+        with gw.Client(gateway.base, "key", ledger=False, **options) as client:
+            yield client
+    finally:
+        gateway.close()
+
+
+def past_deadline(client: gw.Client, tmp_path: Path, timeout: float, wait: float = 60) -> gw.Batch:
+    """A batch of one row sent by ``client`` with ``timeout``, waited for (``wait`` s at
+    most): its row past its deadline."""
+    return gw.batch(
+        T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=timeout
+    ).wait(timeout=wait, progress="none")
+
+
 @pytest.mark.slow
 def test_a_row_whose_deadline_cancel_was_not_taken_says_so(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -651,21 +641,13 @@ def test_a_row_whose_deadline_cancel_was_not_taken_says_so(
     did not end it", as if the gateway had taken it."""
     monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
     monkeypatch.setattr(CancelRefused, "cancels", 0)  # answered 500: not taken
-    gateway = LoopbackServer(CancelRefused)
-    try:
-        with gw.Client(
-            gateway.base, "key-of-a-loopback-gateway", ledger=False, max_retries=0
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
-            ).wait(timeout=120, progress="none")
-            row = batch.rows[0]
-            assert row.status == "left running" and CancelRefused.cancels >= 1
-            assert "its cancel did not end it" not in (row.error or "")
-            assert "its cancel was not taken within 1 s (the gateway failed" in (row.error or "")
-            assert "cancel backend down" in (row.error or "")
-    finally:
-        gateway.close()
+    with loopback_client(CancelRefused, max_retries=0) as client:
+        batch = past_deadline(client, tmp_path, 0.5, wait=120)
+        row = batch.rows[0]
+        assert row.status == "left running" and CancelRefused.cancels >= 1
+        assert "its cancel did not end it" not in (row.error or "")
+        assert "its cancel was not taken within 1 s (the gateway failed" in (row.error or "")
+        assert "cancel backend down" in (row.error or "")
 
 
 @pytest.mark.slow
@@ -677,22 +659,14 @@ def test_a_row_whose_deadline_cancel_the_gateway_refused_says_it_bills_on(
     if taken: the user was not told the task bills to its end."""
     monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
     refused = type("Gateway", (CancelRefused,), {"cancels": 0, "answer": 400})
-    gateway = LoopbackServer(refused)
-    try:
-        with gw.Client(
-            gateway.base, "key-of-a-loopback-gateway", ledger=False, max_retries=0
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=0.5
-            ).wait(timeout=120, progress="none")
-            row = batch.rows[0]
-            assert row.status == "left running" and refused.cancels == 1
-            assert "its cancel did not end it" not in (row.error or "")
-            assert "its cancel was refused by the gateway (" in (row.error or ""), row.error
-            assert "cancel backend down" in (row.error or "")
-            assert "bills to its end" in (row.error or "")
-    finally:
-        gateway.close()
+    with loopback_client(refused, max_retries=0) as client:
+        batch = past_deadline(client, tmp_path, 0.5, wait=120)
+        row = batch.rows[0]
+        assert row.status == "left running" and refused.cancels == 1
+        assert "its cancel did not end it" not in (row.error or "")
+        assert "its cancel was refused by the gateway (" in (row.error or ""), row.error
+        assert "cancel backend down" in (row.error or "")
+        assert "bills to its end" in (row.error or "")
 
 
 class KeyRefused(OneTaskGateway):
@@ -839,15 +813,11 @@ def sent_to(
 ) -> gw.Batch:
     """A batch of ``rows`` prompts sent to a loopback gateway answering as ``handler``
     (no ledger) with ``timeout``, waited for to its end."""
-    gateway = LoopbackServer(handler)
-    try:
-        with gw.Client(gateway.base, "key", ledger=False, **(client_options or {})) as client:
-            return gw.batch(
-                T2I, prompts(rows), TEMPLATE, out=tmp_path / "c", client=client,
-                timeout=timeout, concurrency=4, confirm_above=1000,
-            ).wait(timeout=120, progress="none")  # fmt: skip
-    finally:
-        gateway.close()
+    with loopback_client(handler, **(client_options or {})) as client:
+        return gw.batch(
+            T2I, prompts(rows), TEMPLATE, out=tmp_path / "c", client=client,
+            timeout=timeout, concurrency=4, confirm_above=1000,
+        ).wait(timeout=120, progress="none")  # fmt: skip
 
 
 class OutUntilCancelled(OneTaskGateway):
@@ -888,6 +858,100 @@ def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_giv
     assert OutUntilCancelled.cancels == 1
     assert row.status == "timed out", row.error
     assert "cancelled at the gateway" in (row.error or "")
+
+
+class CancelAnsweredLate(OutUntilCancelled):
+    """:class:`OutUntilCancelled` answering a cancel only once two more polls have had
+    their 503: the job following the task past its deadline has given up by then."""
+
+    heard = threading.Condition()
+
+    def do_GET(self) -> None:
+        super().do_GET()
+        with self.heard:
+            self.heard.notify_all()
+
+    def do_PUT(self) -> None:
+        arrived = type(self).polls
+        with self.heard:
+            self.heard.wait_for(lambda: type(self).polls >= arrived + 2, timeout=30)
+        super().do_PUT()
+
+
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_followed_again(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row out of contact at its deadline is followed again and its cancel asked; that
+    job's polls give up while the cancel is still on its way, and the gateway then takes
+    it. The row was ``unknown`` ("contact lost, past its timeout") though its task was
+    cancelled; now a cancel not failed is followed once more, and the row is ``timed out``
+    (CI under load met this order by chance)."""
+    CancelAnsweredLate.polls = CancelAnsweredLate.cancels = 0
+    CancelAnsweredLate.cancelled = False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
+    [row] = sent_to(CancelAnsweredLate, tmp_path, timeout=4, client_options=patience).rows
+    assert CancelAnsweredLate.cancels == 1
+    assert row.status == "timed out", row.error
+    assert "cancelled at the gateway" in (row.error or "")
+
+
+class CancelFailedLate(JsonHandler):
+    """A gateway whose task runs: polls answer, except from the 3rd until two polls after
+    the first cancel came (a 503 each); that cancel is answered 503 only once the task is
+    polled again after those, while later ones are taken (the task then CANCELLED)."""
+
+    polls = cancels = 0
+    held_at: int | None = None
+    cancelled = False
+    heard = threading.Condition()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"request_id": "r1"})
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        with cls.heard:
+            cls.polls += 1
+            n, held = cls.polls, cls.held_at
+            cls.heard.notify_all()
+        if cls.cancelled:
+            self.send_json({"request_id": "r1", "status": "CANCELLED"})
+        elif n >= 3 and (held is None or n <= held + 2):
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        cls = type(self)
+        with cls.heard:
+            first = cls.held_at is None
+            if first:
+                cls.held_at = cls.polls
+                cls.heard.wait_for(lambda: cls.polls >= (cls.held_at or 0) + 3, timeout=30)
+        if first:
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        cls.cancels += 1
+        cls.cancelled = True
+        self.send_json({"request_id": "r1", "status": "CANCELLED"})
+
+
+@pytest.mark.slow
+def test_a_deadline_cancel_on_its_way_when_its_row_is_followed_again_is_asked_again_if_it_failed(
+    home: Path, tmp_path: Path
+) -> None:
+    """A row's deadline cancel is still on its way when the job asking it gives up and the
+    row is followed again; that cancel then fails (a 503). The new job asks it again:
+    taken for a cancel on its way, it was asked by no one and the task billed on."""
+    CancelFailedLate.polls = CancelFailedLate.cancels = 0
+    CancelFailedLate.held_at, CancelFailedLate.cancelled = None, False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2), "max_retries": 0}
+    [row] = sent_to(CancelFailedLate, tmp_path, timeout=4, client_options=patience).rows
+    assert CancelFailedLate.cancels == 1  # the cancel asked again was taken
+    assert row.status == "timed out", row.error
 
 
 class ManyTasks(JsonHandler):
@@ -987,18 +1051,12 @@ def test_a_failed_deadline_cancel_with_polls_answered_is_left_running_not_lost(
     monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 3.0)
     monkeypatch.setattr(CancelDownPollsLate, "cancels", 0)
     monkeypatch.setattr(CancelDownPollsLate, "down", False)
-    gateway = LoopbackServer(CancelDownPollsLate)
-    try:
-        with gw.Client(gateway.base, "key", ledger=False, max_retries=0) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
-            ).wait(timeout=120, progress="none")
-            [row] = batch.rows
-            assert row.status == "left running", row.error
-            assert "its cancel was not taken within 3 s (the gateway failed" in (row.error or "")
-            assert wait_for(lambda: CancelDownPollsLate.cancels >= 2, timeout=60)  # sent again
-    finally:
-        gateway.close()
+    with loopback_client(CancelDownPollsLate, max_retries=0) as client:
+        batch = past_deadline(client, tmp_path, 1, wait=120)
+        [row] = batch.rows
+        assert row.status == "left running", row.error
+        assert "its cancel was not taken within 3 s (the gateway failed" in (row.error or "")
+        assert wait_for(lambda: CancelDownPollsLate.cancels >= 2, timeout=60)  # sent again
 
 
 @pytest.mark.slow
@@ -1011,20 +1069,12 @@ def test_a_failed_deadline_cancel_with_polls_failing_too_is_unknown_at_once(
     monkeypatch.setattr(CancelDownPollsLate, "cancels", 0)
     monkeypatch.setattr(CancelDownPollsLate, "down", True)
     patient = gw.PollPolicy(failure_limit=50)
-    gateway = LoopbackServer(CancelDownPollsLate)
-    try:
-        with gw.Client(
-            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patient
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
-            ).wait(timeout=20, progress="none")
-            [row] = batch.rows
-            assert row.status == "unknown" and row.request_id == "r1", row.error
-            assert "its cancel failed (ServerError: HTTP 503" in (row.error or "")
-            assert "and so did a poll of it (ServerError: HTTP 503" in (row.error or "")
-    finally:
-        gateway.close()
+    with loopback_client(CancelDownPollsLate, max_retries=0, poll_policy=patient) as client:
+        batch = past_deadline(client, tmp_path, 1, wait=20)
+        [row] = batch.rows
+        assert row.status == "unknown" and row.request_id == "r1", row.error
+        assert "its cancel failed (ServerError: HTTP 503" in (row.error or "")
+        assert "and so did a poll of it (ServerError: HTTP 503" in (row.error or "")
 
 
 class DownThenBack(OneTaskGateway):
@@ -1050,6 +1100,20 @@ class DownThenBack(OneTaskGateway):
         self.send_json({"request_id": "r1", "status": "CANCELLED"})
 
 
+@contextlib.contextmanager
+def down_then_back(
+    monkeypatch: pytest.MonkeyPatch, grace: float, failure_limit: int
+) -> Iterator[gw.Client]:
+    """A client of a :class:`DownThenBack` gateway, down for now, its polls giving up
+    after ``failure_limit`` failures; a batch's cancel grace ``grace`` s."""
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", grace)
+    monkeypatch.setattr(DownThenBack, "down", True)
+    monkeypatch.setattr(DownThenBack, "taken", 0)
+    patience = gw.PollPolicy(failure_limit=failure_limit)
+    with loopback_client(DownThenBack, max_retries=0, poll_policy=patience) as client:
+        yield client
+
+
 @pytest.mark.slow
 def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_cancelled(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -1058,34 +1122,22 @@ def test_a_row_followed_again_after_its_deadline_cancel_failed_has_its_new_job_c
     once its old job gives up, ``submit()`` follows its task again. That follow-up kept
     the old cancel's time: at the next check it was "left running: its cancel did not end
     it within N s" with no cancel asked of its task. Now its deadline asks one."""
-    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
-    monkeypatch.setattr(DownThenBack, "down", True)
-    monkeypatch.setattr(DownThenBack, "taken", 0)
-    patience = gw.PollPolicy(failure_limit=3)
-    gateway = LoopbackServer(DownThenBack)
-    try:
-        with gw.Client(
-            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
-            ).wait(timeout=60, progress="none")
-            [row] = batch.rows
-            assert row.status == "unknown" and "its cancel failed" in (row.error or "")
-            assert row.cancel_asked_at is not None  # its deadline's cancel was asked
-            old = row.job
-            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
-            with batch.lock:  # the old cancel's grace is long past
-                row.cancel_asked_at -= 10.0
-            DownThenBack.down = False  # the gateway is back
-            batch.submit().wait(timeout=60, progress="none")
-            assert row.job is not old and row.job.cancel_requested  # asked of the new job
-            assert row.status == "timed out", row.error  # not "left running"
-            # the gateway took a cancel of the task; the old job's kept cancel, on the wire
-            # as its polls gave up, may land once the gateway is back too (the same task)
-            assert DownThenBack.taken in (1, 2)
-    finally:
-        gateway.close()
+    with down_then_back(monkeypatch, grace=1.0, failure_limit=3) as client:
+        batch = past_deadline(client, tmp_path, 1)
+        [row] = batch.rows
+        assert row.status == "unknown" and "its cancel failed" in (row.error or "")
+        assert row.cancel_asked_at is not None  # its deadline's cancel was asked
+        old = row.job
+        assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+        with batch.lock:  # the old cancel's grace is long past
+            row.cancel_asked_at -= 10.0
+        DownThenBack.down = False  # the gateway is back
+        batch.submit().wait(timeout=60, progress="none")
+        assert row.job is not old and row.job.cancel_requested  # asked of the new job
+        assert row.status == "timed out", row.error  # not "left running"
+        # the gateway took a cancel of the task; the old job's kept cancel, on the wire
+        # as its polls gave up, may land once the gateway is back too (the same task)
+        assert DownThenBack.taken in (1, 2)
 
 
 @pytest.mark.slow
@@ -1096,32 +1148,20 @@ def test_a_row_followed_again_past_its_deadline_keeps_it_and_is_cancelled_at_onc
     follow-up counted a whole new ``timeout`` from its new job before asking the cancel
     (the task billed on for as long). The row keeps its deadline: the cancel is asked
     of the new job as it is followed, and the row ends ``timed out``."""
-    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 1.0)
-    monkeypatch.setattr(DownThenBack, "down", True)
-    monkeypatch.setattr(DownThenBack, "taken", 0)
-    patience = gw.PollPolicy(failure_limit=3)
-    gateway = LoopbackServer(DownThenBack)
-    try:
-        with gw.Client(
-            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=3
-            ).wait(timeout=60, progress="none")
-            [row] = batch.rows
-            assert row.status == "unknown" and "past its timeout" in (row.error or "")
-            created_at = row.created_at
-            old = row.job
-            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
-            DownThenBack.down = False  # the gateway is back
-            batch.submit()
-            assert row.job is not old and row.created_at == created_at  # its own deadline
-            assert row.timed_out and row.cancel_asked_at is not None  # asked at once
-            batch.wait(timeout=60, progress="none")
-            assert row.status == "timed out", row.error
-            assert DownThenBack.taken == 1
-    finally:
-        gateway.close()
+    with down_then_back(monkeypatch, grace=1.0, failure_limit=3) as client:
+        batch = past_deadline(client, tmp_path, 3)
+        [row] = batch.rows
+        assert row.status == "unknown" and "past its timeout" in (row.error or "")
+        created_at = row.created_at
+        old = row.job
+        assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+        DownThenBack.down = False  # the gateway is back
+        batch.submit()
+        assert row.job is not old and row.created_at == created_at  # its own deadline
+        assert row.timed_out and row.cancel_asked_at is not None  # asked at once
+        batch.wait(timeout=60, progress="none")
+        assert row.status == "timed out", row.error
+        assert DownThenBack.taken == 1
 
 
 class CancelTakenThenDown(OneTaskGateway):
@@ -1164,24 +1204,16 @@ def test_a_row_cancelled_for_its_timeout_and_followed_again_ends_timed_out(
     for name, value in (("down", False), ("cancelled", False), ("creates", 0)):
         monkeypatch.setattr(CancelTakenThenDown, name, value)
     patience = gw.PollPolicy(failure_limit=2)
-    gateway = LoopbackServer(CancelTakenThenDown)
-    try:
-        with gw.Client(
-            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
-        ) as client:
-            batch = gw.batch(
-                T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client, timeout=1
-            ).wait(timeout=60, progress="none")
-            [row] = batch.rows
-            assert row.status == "unknown", row.error
-            assert row.job is not None and wait_for(row.job.done, timeout=60)
-            CancelTakenThenDown.down = False  # the gateway is back
-            batch.submit().wait(timeout=60, progress="none")
-            assert row.status == "timed out", row.error
-            assert batch.retry_failed() == 0
-            assert CancelTakenThenDown.creates == 1
-    finally:
-        gateway.close()
+    with loopback_client(CancelTakenThenDown, max_retries=0, poll_policy=patience) as client:
+        batch = past_deadline(client, tmp_path, 1)
+        [row] = batch.rows
+        assert row.status == "unknown", row.error
+        assert row.job is not None and wait_for(row.job.done, timeout=60)
+        CancelTakenThenDown.down = False  # the gateway is back
+        batch.submit().wait(timeout=60, progress="none")
+        assert row.status == "timed out", row.error
+        assert batch.retry_failed() == 0
+        assert CancelTakenThenDown.creates == 1
 
 
 @pytest.mark.slow
@@ -1191,29 +1223,21 @@ def test_a_row_cancelled_by_a_person_and_followed_again_has_its_new_job_cancelle
     """A person's cancel not taken (no contact), then the row's polls give up and its task
     is followed again with a new job: that job is asked to cancel too. The old job's kept
     cancel ended with it, and the row was "left running" by the old cancel's grace."""
-    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 10.0)  # past the follow-up, 2 s on
-    monkeypatch.setattr(DownThenBack, "down", True)
-    monkeypatch.setattr(DownThenBack, "taken", 0)
-    patience = gw.PollPolicy(failure_limit=2)
-    gateway = LoopbackServer(DownThenBack)
-    try:
-        with gw.Client(
-            gateway.base, "key", ledger=False, max_retries=0, poll_policy=patience
-        ) as client:
-            batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client)
-            batch.submit()
-            [row] = batch.rows
-            assert wait_for(lambda: row.job is not None, timeout=60)
-            old = row.job
-            assert batch.cancel() == 1
-            assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
-            DownThenBack.down = False  # the gateway is back for the follow-up
-            batch.wait(timeout=60, progress="none")
-            assert row.job is not old
-            assert row.status == "cancelled", row.error
-            assert DownThenBack.taken == 1
-    finally:
-        gateway.close()
+    # the cancel's grace: past the follow-up, 2 s on
+    with down_then_back(monkeypatch, grace=10.0, failure_limit=2) as client:
+        batch = gw.batch(T2I, prompts(1), TEMPLATE, out=tmp_path / "c", client=client)
+        batch.submit()
+        [row] = batch.rows
+        assert wait_for(lambda: row.job is not None, timeout=60)
+        old = row.job
+        assert batch.cancel() == 1
+        assert old is not None and wait_for(old.done, timeout=60)  # its polls gave up
+        DownThenBack.down = False  # the gateway is back for the follow-up
+        batch.wait(timeout=60, progress="none")
+        assert row.job is not old and row.job.cancel_requested  # asked of the new job
+        assert row.status == "cancelled", row.error
+        # the old job's kept cancel, on the wire as its polls gave up, may land too
+        assert DownThenBack.taken in (1, 2)
 
 
 class AlwaysDown(OneTaskGateway):

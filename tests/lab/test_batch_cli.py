@@ -60,6 +60,24 @@ def run(
     return code, out.getvalue(), err.getvalue()
 
 
+def run_on(
+    gateway: LoopbackServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *extra: str,
+    rows: int = 1,
+) -> tuple[int, str, str]:
+    """The command sending ``rows`` rows (one image each, ``--yes``) to ``gateway``,
+    reached from the environment as a user's would be, with a home in ``tmp_path``."""
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
+    return run(
+        [str(rows_file(tmp_path, rows)), "--endpoint", T2I, "--set", "prompt={text}",
+         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes", *extra]
+    )  # fmt: skip
+
+
 def stats(sim: SimulatorServer) -> dict[str, Any]:
     return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
 
@@ -291,13 +309,7 @@ def test_a_timeout_with_contact_lost_ends_the_row_unknown_and_the_command_soon_a
     GoesSilent.creates = GoesSilent.polls = 0
     gateway = LoopbackServer(GoesSilent)
     try:
-        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
-        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
-        code, out, _ = run(
-            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
-             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes", "--timeout", "1"]
-        )  # fmt: skip
+        code, out, _ = run_on(gateway, tmp_path, monkeypatch, "--timeout", "1")
         polls = GoesSilent.polls
     finally:
         gateway.close()
@@ -646,13 +658,7 @@ def test_a_row_whose_create_may_have_made_a_task_names_the_commands_history(
     client.history()", Python's spelling of ``genwidgets history``."""
     gateway = LoopbackServer(CreateFails)
     try:
-        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
-        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
-        code, out, _ = run(
-            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
-             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
-        )  # fmt: skip
+        code, out, _ = run_on(gateway, tmp_path, monkeypatch)
     finally:
         gateway.close()
     assert code == 1 and "row 0 (line 2) unknown: " in out
@@ -666,13 +672,7 @@ def test_batch_json_gives_the_commands_advice_as_its_text_does(
     (``"next": "... client.history()"``): a script read Python words."""
     gateway = LoopbackServer(CreateFails)
     try:
-        monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
-        monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
-        code, out, _ = run(
-            [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
-             "--set", "n=1", "--out", str(tmp_path / "o"), "--yes", "--json"]
-        )  # fmt: skip
+        code, out, _ = run_on(gateway, tmp_path, monkeypatch, "--json")
     finally:
         gateway.close()
     [row] = json.loads(out)["not_done"]
@@ -697,13 +697,7 @@ def test_a_paused_batch_says_to_run_the_command_again_not_batch_submit(
     "Nothing more is sent until batch.submit() (the view's Submit or Go on, ...)"."""
     gateway = LoopbackServer(OneTaskGateway)
     gateway.close()  # its port refuses from now on
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
-    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
-    code, out, _ = run(
-        [str(rows_file(tmp_path, 1)), "--endpoint", T2I, "--set", "prompt={text}",
-         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
-    )  # fmt: skip
+    code, out, _ = run_on(gateway, tmp_path, monkeypatch)
     assert code == 1 and "Nothing more is sent until the same command is run again" in out
     assert "submit()" not in out
 
@@ -716,13 +710,7 @@ def test_the_progress_lines_of_a_paused_batch_use_the_commands_words(
     are "waiting (not sent)", not "queued" (review-20 fault 3)."""
     gateway = LoopbackServer(OneTaskGateway)
     gateway.close()  # its port refuses from now on
-    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
-    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-a-loopback-gateway")
-    code, out, _ = run(
-        [str(rows_file(tmp_path, 8)), "--endpoint", T2I, "--set", "prompt={text}",
-         "--set", "n=1", "--out", str(tmp_path / "o"), "--yes"]
-    )  # fmt: skip
+    code, out, _ = run_on(gateway, tmp_path, monkeypatch, rows=8)
     progress = capsys.readouterr().out  # the progress lines go to the process's stdout
     assert code == 1 and "paused" in out
     lines = [line for line in progress.splitlines() if line.startswith("batch ")]

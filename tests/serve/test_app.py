@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,23 @@ def key_usage(db: Any, name: str) -> dict[str, Any]:
     return next(k for k in usage(db)["keys"] if k["name"] == name)
 
 
+def class_db(folder: Path, name: str = "class.db") -> Database:
+    """A class's database on SQLite in ``folder``, migrated."""
+    db = Database(folder / name)
+    db.migrate()
+    return db
+
+
+def student_client(base: str, token: str | None) -> httpx.Client:
+    """A student's client of the class server at ``base``, with the key ``token``."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base, headers=headers, timeout=60)
+
+
+#: an upstream whose port refuses every connection
+UNREACHABLE = "http://127.0.0.1:1"
+
+
 @pytest.mark.slow
 def test_a_students_client_works_unchanged(make_class: Callable[..., Class]) -> None:
     klass = make_class()
@@ -61,8 +79,7 @@ def test_the_handle_status_result_and_cancel_speak_the_protocol(
     make_class: Callable[..., Class],
 ) -> None:
     klass = make_class()
-    token = add_key(klass.db, "alice", {})
-    with klass.client(token) as api:
+    with klass.client(add_key(klass.db, "alice", {})) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         assert set(handle) >= {"request_id", "status_url", "response_url", "cancel_url"}
         base = klass.server.base_url
@@ -203,8 +220,7 @@ def test_unknown_endpoints_and_the_paths_the_gateway_refuses(
     make_class: Callable[..., Class],
 ) -> None:
     klass = make_class()
-    token = add_key(klass.db, "alice", {})
-    with klass.client(token) as api:
+    with klass.client(add_key(klass.db, "alice", {})) as api:
         assert api.post("/v1/queue/nope-9", json={}).json() == {"detail": "App not found: nope-9"}
         assert api.post(f"/v1/queue/{IMAGE}/sync", json=ONE).json() == {"detail": "Not Found"}
         stream = api.get(f"/v1/queue/{IMAGE}/requests/x/status/stream")
@@ -233,8 +249,7 @@ def test_keys_that_may_not_pass(make_class: Callable[..., Class], how: str) -> N
 
 def test_a_key_revoked_mid_run_stops_at_once(make_class: Callable[..., Class]) -> None:
     klass = make_class()
-    token = add_key(klass.db, "alice", {})
-    with klass.client(token) as api:
+    with klass.client(add_key(klass.db, "alice", {})) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         revoke_key(klass.db, "alice")
         assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 401
@@ -621,8 +636,7 @@ def test_tasks_end_on_any_gateways_ending_word_as_the_client_reads_it(tmp_path: 
     task is spent and its failed one given back, as for the spec's ``COMPLETED``, so
     neither holds its key's place for ever."""
     config = SimConfig(speed=20.0, keys=(TEACHER_KEY,), dialect="replicate")
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 5})
     with SimulatorServer(config, port=0) as sim:
         upstream = Upstream(sim.base_url, TEACHER_KEY)
@@ -640,6 +654,39 @@ def test_tasks_end_on_any_gateways_ending_word_as_the_client_reads_it(tmp_path: 
     seen = key_usage(db, "alice")
     assert seen["spent"] == {"tasks": 1.0, "images": 1.0} and seen["failed"] == 1
     assert seen["held"] == seen["spent"]
+
+
+@contextlib.contextmanager
+def class_over(
+    upstream: str | type[BaseHTTPRequestHandler], db: Database, token: str | None
+) -> Iterator[tuple[httpx.Client, ServeConfig]]:
+    """A class server on ``db`` (no sweep) over ``upstream``, a URL or a handler served on
+    loopback meanwhile, and a client of its student ``token``: the client and the
+    server's configuration. All ended on leaving."""
+    with contextlib.ExitStack() as stack:
+        if not isinstance(upstream, str):
+            served = LoopbackServer(upstream)
+            stack.callback(served.close)
+            upstream = served.base
+        config = ServeConfig(upstream=Upstream(upstream, TEACHER_KEY), database=db, sweep_every=0)
+        server = stack.enter_context(ClassServer(config))
+        yield stack.enter_context(student_client(server.base_url, token)), config
+
+
+def sweeper(config: ServeConfig) -> ServeState:
+    """A sweep's state, as another process's over the same class: its own upstream."""
+    upstream = Upstream(config.upstream.base_url, TEACHER_KEY)
+    return ServeState(replace(config, upstream=upstream))
+
+
+def cancelled_unreachable(db: Database) -> tuple[httpx.Response, str]:
+    """alice's task, open upstream as ``u1``, cancelled through a class server whose
+    upstream cannot be reached: the answer and the task's id."""
+    token = add_key(db, "alice", {"tasks": 5})
+    task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task_id, "open", upstream_id="u1")
+    with class_over(UNREACHABLE, db, token) as (api, _):
+        return api.put(f"/v1/queue/{IMAGE}/requests/{task_id}/cancel", timeout=60), task_id
 
 
 class ForgetfulUpstream(OneTaskGateway):
@@ -701,26 +748,12 @@ def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
     the task failed, and gave its reservation back)."""
     monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)  # every task old enough to believe gone
     ForgetfulUpstream.answer = upstream_answer
-    upstream_server = LoopbackServer(ForgetfulUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 5})
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
-    try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
-            api.headers["Authorization"] = f"Bearer {token}"
-            polled, swept = (
-                api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json() for _ in "ab"
-            )
-            answer = api.get(polled["status_url"])
-            sweeper = ServeState(
-                replace(config, upstream=Upstream(upstream_server.base, TEACHER_KEY))
-            )
-            asyncio.run(sweep_once(sweeper))  # asks about both; the polled one is settled
-    finally:
-        upstream_server.close()
+    with class_over(ForgetfulUpstream, db, token) as (api, config):
+        polled, swept = (api.post(f"/v1/queue/{IMAGE}", json=ONE).json() for _ in "ab")
+        answer = api.get(polled["status_url"])
+        asyncio.run(sweep_once(sweeper(config)))  # asks about both; the polled one is settled
     states = {t["id"]: t["state"] for t in tasks_of(db)}
     if gone:
         assert answer.status_code == 404 and answer.json() == {"detail": "Request not found"}
@@ -732,37 +765,58 @@ def test_only_upstreams_word_that_it_forgot_a_task_frees_its_place(
         assert states == {polled["request_id"]: "open", swept["request_id"]: "open"}
 
 
-def sweep_answered(db: Database, answers: list[tuple[int, str, bytes]]) -> tuple[list[str], bool]:
+def lost_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task old enough to believe gone, and a stretch of error answers about it
+    long enough (``LOST_AFTER``) from its second."""
+    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
+    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
+
+
+def sweep_answered(
+    tmp_path: Path, answers: list[tuple[int, str, bytes]]
+) -> tuple[Database, list[str], bool]:
     """One task of a key with one running place, swept once per upstream answer in
-    ``answers`` (every sweep finds it not looked at lately): its state after each, and
-    whether the key's next create was taken."""
+    ``answers`` (every sweep finds it not looked at lately): the class's database, the
+    task's state after each, and whether the key's next create was taken."""
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 5}, max_running=1)
     ForgetfulUpstream.answer = RUNNING
-    upstream_server = LoopbackServer(ForgetfulUpstream)
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
     states: list[str] = []
 
-    async def sweeps() -> None:
-        upstream = Upstream(upstream_server.base, TEACHER_KEY)
-        sweeper = ServeState(replace(config, upstream=upstream))
+    async def sweeps(config: ServeConfig) -> None:
+        state = sweeper(config)
         for answer in answers:
             ForgetfulUpstream.answer = answer
             db.run(lambda tx: tx.run("UPDATE tasks SET checked_at = NULL"))
-            await sweep_once(sweeper)
+            await sweep_once(state)
             states.append(tasks_of(db)[0]["state"])
-        await upstream.close()
+        await state.config.upstream.close()
 
-    try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
-            api.headers["Authorization"] = f"Bearer {token}"
-            assert api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code == 200
-            asyncio.run(sweeps())
-            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code == 200
-    finally:
-        upstream_server.close()
-    return states, taken
+    with class_over(ForgetfulUpstream, db, token) as (api, config):
+        assert api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+        asyncio.run(sweeps(config))
+        taken = api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+    return db, states, taken
+
+
+def poll_answered(
+    tmp_path: Path, answers: list[tuple[int, str, bytes]]
+) -> tuple[Database, list[str], bool, list[int]]:
+    """As :func:`sweep_answered`, the task polled by its student once per answer (no
+    sweep); and the status of each poll's answer."""
+    db = class_db(tmp_path)
+    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
+    ForgetfulUpstream.answer = RUNNING
+    states: list[str] = []
+    polls: list[int] = []
+    with class_over(ForgetfulUpstream, db, token) as (api, _):
+        handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        for answer in answers:
+            ForgetfulUpstream.answer = answer
+            polls.append(api.get(handle["status_url"]).status_code)
+            states.append(tasks_of(db)[0]["state"])
+        taken = api.post(f"/v1/queue/{IMAGE}", json=ONE).status_code == 200
+    return db, states, taken, polls
 
 
 ROUTER_404 = (404, "application/json", b'{"detail": "Not Found"}')
@@ -776,10 +830,8 @@ def test_a_task_upstream_forgot_in_its_word_stays_forgotten_through_a_routers_40
     404 to the next sweep was read as a status saying it runs, made it ``open`` again,
     and its key (one place) was refused every create."""
     monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
     word = (404, "application/json", b'{"detail": "Request not found"}')
-    states, taken = sweep_answered(db, [word, ROUTER_404])
+    _, states, taken = sweep_answered(tmp_path, [word, ROUTER_404])
     assert states == ["unknown", "unknown"] and taken
 
 
@@ -802,11 +854,8 @@ def test_a_task_answered_only_404s_for_a_long_stretch_frees_its_place(
     forgotten: every sweep settled nothing and it held its key's place for ever. Only
     404s and 410s for ``LOST_AFTER`` (0 here: from the second such sweep on) make it
     ``unknown``, still reserved; a status answer in between starts the stretch anew."""
-    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    states, taken = sweep_answered(db, [gone, RUNNING, gone, ROUTER_404])
+    lost_at_once(monkeypatch)
+    db, states, taken = sweep_answered(tmp_path, [gone, RUNNING, gone, ROUTER_404])
     assert states == ["open", "open", "open", "unknown"] and taken
     task = tasks_of(db)[-1]
     assert task["charged"] and "only errors" in task["error"]
@@ -868,8 +917,7 @@ def refusing(tmp_path: Path) -> Iterator[tuple[str, Database]]:
     RefusingUpstream.result = None
     RefusingUpstream.cancel = (200, b'{"status": "CANCELLATION_REQUESTED"}')
     upstream_server = LoopbackServer(RefusingUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     upstream = Upstream(upstream_server.base, TEACHER_KEY)
     try:
         with ClassServer(ServeConfig(upstream=upstream, database=db, sweep_every=0)) as server:
@@ -887,8 +935,7 @@ def create_answered(
     body = {"error": {"code": code, "message": "no"}, "request_id": "e1"}
     RefusingUpstream.create = (status, body, "7")
     token = add_key(db, "alice", {"tasks": 2})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         answer = api.post(f"/v1/queue/{IMAGE}", json=ONE)
     return answer, tasks_of(db)[0]
 
@@ -930,8 +977,7 @@ def test_a_cancel_answered_5xx_stays_asked_and_charged(
     base, db = refusing
     RefusingUpstream.cancel = cancel_answer
     token = add_key(db, "alice", {"tasks": 2})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         cancel = api.put(handle["cancel_url"])
         assert cancel.status_code >= 400
@@ -951,8 +997,7 @@ def test_an_upstream_429_holds_creates_back_as_long_as_it_says(
     base, db = refusing
     RefusingUpstream.create = (429, {"detail": "Rate limit exceeded"}, "300")
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         limited = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         assert limited.status_code == 429 and int(limited.headers["retry-after"]) == 300
         RefusingUpstream.create = None  # upstream would take it: held back all the same
@@ -987,8 +1032,7 @@ def test_the_simulators_replicate_rate_limit_makes_no_task(tmp_path: Path) -> No
     """The simulator in its replicate dialect refuses a create over its rate limit with
     a 503 ``RATE_LIMIT_EXCEEDED`` that names a ``request_id``: each was a made, charged
     task. Only the create upstream made is one; the refused one is a 429."""
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 10})
     sim = SimConfig(speed=20.0, keys=(TEACHER_KEY,), dialect="replicate", create_rate_limit=0.2)
     with SimulatorServer(sim, port=0) as upstream:
@@ -1053,20 +1097,15 @@ def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
     (it never got the upstream id). Refused, it ends with it at no cost, its status
     saying why; made, it gets the upstream id, and the sweep settles it unpolled."""
     HeldUpstream.go, HeldUpstream.refuse = threading.Event(), refuse
-    upstream_server = LoopbackServer(HeldUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     add_group(db, "demo", {}, cache_seconds=600)
     first, other = (add_key(db, n, {"tasks": 3}, group="demo") for n in ("first", "other"))
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
     seeded = {"prompt": "the teacher's cell", "n": 1, "seed": 7}
     try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
+        with class_over(HeldUpstream, db, None) as (api, config):
             sent: list[httpx.Response] = []
             headers = {"Authorization": f"Bearer {first}"}
-            url = f"{server.base_url}/v1/queue/{IMAGE}"
+            url = f"/v1/queue/{IMAGE}"
             sender = threading.Thread(
                 target=lambda: sent.append(api.post(url, json=seeded, headers=headers))
             )
@@ -1077,13 +1116,11 @@ def test_a_demo_cache_answer_ends_with_or_follows_its_first_create(
             HeldUpstream.go.set()
             sender.join(60)
             if not refuse:  # nobody polls it: the sweep alone settles it
-                sweeper = Upstream(upstream_server.base, TEACHER_KEY)
-                asyncio.run(sweep_once(ServeState(replace(config, upstream=sweeper))))
+                asyncio.run(sweep_once(sweeper(config)))
             swept = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
             status = api.get(follower["status_url"])
     finally:
         HeldUpstream.go.set()
-        upstream_server.close()
     states = {t["key"]: (t["state"], t["charged"]) for t in tasks_of(db)}
     if refuse:
         assert sent[0].status_code == 422
@@ -1183,29 +1220,9 @@ def test_a_stretch_of_404s_to_a_students_polls_is_bounded_without_a_sweep(
     place for ever. A poll counts by the sweep's rule: a status answer starts the
     stretch anew, and only 404s and 410s for ``LOST_AFTER`` (0 here: from the second
     such poll on) make it ``unknown``, still reserved."""
-    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
-    ForgetfulUpstream.answer = RUNNING
-    upstream_server = LoopbackServer(ForgetfulUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
-    states: list[str] = []
-    try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
-            api.headers["Authorization"] = f"Bearer {token}"
-            handle = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json()
-            for answer in (gone, RUNNING, gone, ROUTER_404):
-                ForgetfulUpstream.answer = answer
-                api.get(handle["status_url"])
-                states.append(tasks_of(db)[0]["state"])
-            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code
-    finally:
-        upstream_server.close()
-    assert states == ["open", "open", "open", "unknown"] and taken == 200
+    lost_at_once(monkeypatch)
+    db, states, taken, _ = poll_answered(tmp_path, [gone, RUNNING, gone, ROUTER_404])
+    assert states == ["open", "open", "open", "unknown"] and taken
     task = tasks_of(db)[-1]
     assert task["charged"] and "only errors" in task["error"]
 
@@ -1221,8 +1238,7 @@ def test_a_failed_tasks_error_is_escaped_once_in_tasks_json(
     text = "\x1b[31mno GPU\u202e left\\n"
     RefusingUpstream.poll = (200, {"request_id": "r1", "status": "FAILED", "error": text}, None)
     token = add_key(db, "alice", {"tasks": 2})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         assert api.get(handle["status_url"]).status_code == 200
     assert main(["serve", "--database", db.url, "tasks", "--json"]) == 0
@@ -1260,8 +1276,7 @@ def test_one_sweep_reaches_every_due_task_when_a_class_creates_many(tmp_path: Pa
 
     ForgetfulUpstream.answer = RUNNING
     upstream_server = LoopbackServer(ForgetfulUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     add_key(db, "alice", {})
     amounts = budgets.charge_of(IMAGE, ONE, {})
     for i in range(3 * BATCH):
@@ -1309,8 +1324,7 @@ def counting(tmp_path: Path) -> Iterator[tuple[ServeState, Database]]:
     CountingUpstream.asked = 0
     CountingUpstream.release.set()
     upstream_server = LoopbackServer(CountingUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     upstream = Upstream(upstream_server.base, TEACHER_KEY, timeout=60)
     try:
         yield ServeState(ServeConfig(upstream=upstream, database=db, sweep_every=5.0)), db
@@ -1481,13 +1495,11 @@ def test_404s_to_a_running_tasks_result_address_never_make_it_unknown(
     router's bare 404 there while its status said ``IN_PROGRESS``: two such answers a
     stretch apart made the task ``unknown``, its place freed, the teacher asked to
     settle it. Only 404s to its status count: upstream's own word about the task."""
-    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)  # the second such answer ends a stretch
+    lost_at_once(monkeypatch)  # the second such answer ends a stretch
     RefusingUpstream.result = (404, {"detail": "Not Found"}, None)
     base, db = refusing
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         answers = [api.get(handle["response_url"]).status_code for _ in range(3)]
         states = [t["state"] for t in tasks_of(db)]
@@ -1512,8 +1524,7 @@ def test_upstreams_nan_or_infinity_is_passed_on_as_valid_json_never_a_500(
         None,
     )
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         status = api.get(handle["status_url"])
         result = api.get(handle["response_url"])
@@ -1529,17 +1540,8 @@ def test_a_cancel_that_never_reached_upstream_leaves_the_task_as_it_was(tmp_path
     """Upstream refused the connection: nothing was cancelled, yet the task stayed
     ``cancelling``, so when upstream then failed it, it was settled cancelled and
     charged. It is back as it was, and the student is told nothing was cancelled."""
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    token = add_key(db, "alice", {"tasks": 5})
-    task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
-    budgets.move(db, task_id, "open", upstream_id="u1")
-    config = ServeConfig(
-        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=db, sweep_every=0
-    )
-    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
-        cancel = api.put(f"/v1/queue/{IMAGE}/requests/{task_id}/cancel", timeout=60)
+    db = class_db(tmp_path)
+    cancel, task_id = cancelled_unreachable(db)
     assert cancel.status_code == 502 and "nothing was cancelled" in cancel.text, cancel.text
     assert budgets.task_state(db, task_id) == "open"
 
@@ -1555,8 +1557,7 @@ def test_a_cancel_refused_by_upstreams_rate_limit_under_a_503_is_a_refusal(
     limited = {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "Rate limit exceeded"}}
     RefusingUpstream.cancel = (503, json.dumps(limited).encode())
     token = add_key(db, "alice", {"tasks": 2})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         cancel = api.put(handle["cancel_url"])
     assert cancel.status_code == 429 and int(cancel.headers["retry-after"]) >= 1, cancel.text
@@ -1588,8 +1589,7 @@ def test_a_create_reserving_when_the_server_stops_is_given_back(
 
     RefusingUpstream.create = None
     upstream_server = LoopbackServer(RefusingUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 5})
     entered = threading.Event()
     real_reserve = budgets.reserve
@@ -1667,11 +1667,8 @@ def test_a_task_the_sweep_hears_only_errors_about_for_a_long_stretch_frees_its_p
     400, 403 (the teacher's key rotated) or 500 for stayed ``open`` for ever, holding
     its key's place and its reservation, and the teacher could not end it. Any error
     answer but a rate limit counts (``LOST_AFTER``, 0 here: from the second on)."""
-    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    states, taken = sweep_answered(db, [lasting, RUNNING, lasting, lasting])
+    lost_at_once(monkeypatch)
+    db, states, taken = sweep_answered(tmp_path, [lasting, RUNNING, lasting, lasting])
     assert states == ["open", "open", "open", "unknown"] and taken
     task = tasks_of(db)[-1]
     assert task["charged"] and "only errors" in task["error"]
@@ -1682,29 +1679,10 @@ def test_a_task_a_student_polls_hearing_only_errors_for_a_long_stretch_frees_its
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lasting: tuple[int, str, bytes]
 ) -> None:
     """The same stretch, counted by the student's status polls (no sweep)."""
-    monkeypatch.setattr(budgets, "GONE_AFTER", 0.0)
-    monkeypatch.setattr(budgets, "LOST_AFTER", 0.0)
-    ForgetfulUpstream.answer = RUNNING
-    upstream_server = LoopbackServer(ForgetfulUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    token = add_key(db, "alice", {"tasks": 5}, max_running=1)
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
-    states: list[str] = []
-    try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
-            api.headers["Authorization"] = f"Bearer {token}"
-            handle = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).json()
-            for answer in (lasting, RUNNING, lasting, lasting):
-                ForgetfulUpstream.answer = answer
-                assert api.get(handle["status_url"]).status_code != 500
-                states.append(tasks_of(db)[0]["state"])
-            taken = api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE).status_code
-    finally:
-        upstream_server.close()
-    assert states == ["open", "open", "open", "unknown"] and taken == 200
+    lost_at_once(monkeypatch)
+    _, states, taken, polls = poll_answered(tmp_path, [lasting, RUNNING, lasting, lasting])
+    assert states == ["open", "open", "open", "unknown"] and taken
+    assert all(status != 500 for status in polls), polls
 
 
 def test_a_create_given_up_as_stale_while_upstream_still_had_it_keeps_its_handle(
@@ -1716,21 +1694,13 @@ def test_a_create_given_up_as_stale_while_upstream_still_had_it_keeps_its_handle
     it, and its every poll was ``Request not found``. The late handle is recorded."""
     HeldUpstream.go.clear()
     HeldUpstream.refuse = False
-    upstream_server = LoopbackServer(HeldUpstream)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
+    db = class_db(tmp_path)
     token = add_key(db, "alice", {"tasks": 5})
-    config = ServeConfig(
-        upstream=Upstream(upstream_server.base, TEACHER_KEY), database=db, sweep_every=0
-    )
     answers: list[httpx.Response] = []
     try:
-        with ClassServer(config) as server, httpx.Client(timeout=60) as api:
-            api.headers["Authorization"] = f"Bearer {token}"
+        with class_over(HeldUpstream, db, token) as (api, _):
             sender = threading.Thread(
-                target=lambda: answers.append(
-                    api.post(f"{server.base_url}/v1/queue/{IMAGE}", json=ONE)
-                )
+                target=lambda: answers.append(api.post(f"/v1/queue/{IMAGE}", json=ONE))
             )
             sender.start()
             wait_for(lambda: tasks_of(db, state="sending"), what="the create to be sent")
@@ -1744,7 +1714,6 @@ def test_a_create_given_up_as_stale_while_upstream_still_had_it_keeps_its_handle
             status = api.get(handle.json()["status_url"])
     finally:
         HeldUpstream.go.set()
-        upstream_server.close()
     assert status.status_code == 200 and status.json()["status"] == "COMPLETED", status.text
     assert tasks_of(db)[0]["state"] == "done"
 
@@ -1766,8 +1735,7 @@ def test_any_401_upstream_is_the_teachers_key_refused_never_the_students(
     RefusingUpstream.create = (401, body, None)
     RefusingUpstream.poll = (401, body, None)
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         create = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
         budgets.move(db, task_id, "open", upstream_id="r1")
@@ -1789,21 +1757,14 @@ def test_a_fault_upstream_reads_as_a_sentence_and_an_answer_over_the_cap_says_so
     base, db = refusing
     RefusingUpstream.poll = (200, {"status": "IN_PROGRESS", "pad": "x" * (9 << 20)}, None)
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         huge = api.get(handle["status_url"])
     assert huge.status_code == 502
     said = huge.json()["error"]["message"]
     assert said == "The class gateway's request upstream failed: upstream's answer was over 8 MB"
-    lone = Database(tmp_path / "lone.db")
-    lone.migrate()
-    token = add_key(lone, "bo", {"tasks": 5})
-    config = ServeConfig(
-        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=lone, sweep_every=0
-    )
-    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    lone = class_db(tmp_path, "lone.db")
+    with class_over(UNREACHABLE, lone, add_key(lone, "bo", {"tasks": 5})) as (api, _):
         down = api.post(f"/v1/queue/{IMAGE}", json=ONE, timeout=60)
     said = down.json()["error"]["message"]
     assert said.startswith("The class gateway's request upstream failed: cannot reach"), said
@@ -1819,8 +1780,7 @@ def test_upstreams_retry_after_past_the_holds_ceiling_is_told_as_upstream_said_i
     base, db = refusing
     RefusingUpstream.create = (429, {"detail": "Rate limit exceeded"}, "3600")
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         limited = api.post(f"/v1/queue/{IMAGE}", json=ONE)
         RefusingUpstream.create = None
         held_back = api.post(f"/v1/queue/{IMAGE}", json=ONE)
@@ -1854,17 +1814,8 @@ def test_a_failure_heard_while_a_cancel_never_left_is_given_back(
     the student was told nothing was cancelled while charged for upstream's failure.
     Failed, given back."""
     failing_meanwhile(monkeypatch)
-    db = Database(tmp_path / "class.db")
-    db.migrate()
-    token = add_key(db, "alice", {"tasks": 5})
-    task_id = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
-    budgets.move(db, task_id, "open", upstream_id="u1")
-    config = ServeConfig(
-        upstream=Upstream("http://127.0.0.1:1", TEACHER_KEY), database=db, sweep_every=0
-    )
-    with ClassServer(config) as server, httpx.Client(base_url=server.base_url) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
-        cancel = api.put(f"/v1/queue/{IMAGE}/requests/{task_id}/cancel", timeout=60)
+    db = class_db(tmp_path)
+    cancel, _ = cancelled_unreachable(db)
     assert cancel.status_code == 502 and "nothing was cancelled" in cancel.text, cancel.text
     assert [(t["state"], t["error"]) for t in tasks_of(db)] == [("failed", "GPU out of memory")]
     assert key_usage(db, "alice")["spent"] == {}
@@ -1883,8 +1834,7 @@ def test_a_failure_heard_while_a_cancel_was_refused_is_given_back(
     failing_meanwhile(monkeypatch)
     RefusingUpstream.cancel = refusal
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         answer = api.put(handle["cancel_url"])
     assert answer.status_code == refusal[0], answer.text
@@ -1909,8 +1859,7 @@ def test_a_second_cancel_refused_never_undoes_the_first(
     monkeypatch.setattr(app, "ask_cancel", first_cancel_came_between)
     RefusingUpstream.cancel = (400, b'{"detail": "Task already completed"}')
     token = add_key(db, "alice", {"tasks": 5})
-    with httpx.Client(base_url=base, timeout=60) as api:
-        api.headers["Authorization"] = f"Bearer {token}"
+    with student_client(base, token) as api:
         handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
         refused = api.put(handle["cancel_url"])
         assert refused.status_code == 400, refused.text

@@ -500,25 +500,17 @@ def test_a_create_within_this_configurations_longest_send_is_not_called_stopped(
     amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
     then = time.time()
     reserve(db, "alice", IMAGE, amounts, max_running=1, now=then)
-    with pytest.raises(ServeError) as sending:
-        reserve(
-            db,
-            "alice",
-            IMAGE,
-            amounts,
-            max_running=1,
-            long_sending=config.longest_send,
-            now=then + 150,
+
+    def another_create(at: float) -> Any:
+        """alice's next create, ``at`` seconds after the first, under this configuration."""
+        long_sending = config.longest_send
+        return reserve(
+            db, "alice", IMAGE, amounts, max_running=1, long_sending=long_sending, now=then + at
         )
+
+    with pytest.raises(ServeError) as sending:
+        another_create(150)
     assert sending.value.retry_after == 1.0 and "stopped" not in sending.value.message
     with pytest.raises(ServeError) as stuck:  # past this configuration's longest send
-        reserve(
-            db,
-            "alice",
-            IMAGE,
-            amounts,
-            max_running=1,
-            long_sending=config.longest_send,
-            now=then + config.longest_send + 10,
-        )
+        another_create(config.longest_send + 10)
     assert "stopped mid-send" in stuck.value.message

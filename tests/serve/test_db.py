@@ -159,7 +159,7 @@ def test_a_password_given_as_a_query_parameter_is_never_shown() -> None:
     teacher's terminal, the service log) printed the password."""
     url = "postgresql://alice@127.0.0.1:1/class?password=S3cretPw&connect_timeout=5"
     db = Database(url)
-    assert repr(db) == "<Database postgresql 127.0.0.1:1/class>"
+    assert repr(db) == "<Database postgresql alice@127.0.0.1:1/class>"
     with pytest.raises(ServeError) as refused:
         db.migrate()
     assert "S3cretPw" not in str(refused.value) and "cannot open the database" in str(refused.value)

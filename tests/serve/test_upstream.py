@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from serve_helpers import TEACHER_KEY
 import genwidgets as gw
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream
 from genwidgets.serve.keys import add_key
+from genwidgets.serve.upstream import UpstreamAnswer
 from genwidgets.serve.usage import usage
 
 IMAGE = "genW2.5-t2i-preview"
@@ -172,66 +174,64 @@ def test_the_upstream_repr_and_errors_hold_no_key() -> None:
     assert upstream.scrub(f"a {TEACHER_KEY} b") == "a [redacted] b"
 
 
-class DeepUpstream(QuietHandler):
-    """An upstream whose status answers are JSON nested 50,000 deep."""
+def status_from(
+    handler: type[BaseHTTPRequestHandler], key: str = TEACHER_KEY, request_id: str = "r1"
+) -> UpstreamAnswer:
+    """The class gateway's :class:`Upstream` (signing with ``key``) asking ``handler``,
+    served on loopback, for a task's status: its answer as read."""
+    server = LoopbackServer(handler)
+    upstream = Upstream(server.base, key)
+
+    async def ask() -> UpstreamAnswer:
+        try:
+            return await upstream.send("GET", f"/{IMAGE}/requests/{request_id}/status")
+        finally:
+            await upstream.close()
+
+    try:
+        return asyncio.run(ask())
+    finally:
+        server.close()
+
+
+class ScriptedUpstream(QuietHandler):
+    """An upstream whose status answers are the class's ``body``, sent as it is (JSON
+    Python would not write)."""
+
+    body = b"{}"
 
     def do_GET(self) -> None:
-        data = b'[{"a":' * 25_000 + b"1" + b"}]" * 25_000
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(self.body)
+
+
+class DeepUpstream(ScriptedUpstream):
+    """An upstream whose status answers are JSON nested 50,000 deep."""
+
+    body = b'[{"a":' * 25_000 + b"1" + b"}]" * 25_000
 
 
 def test_an_upstream_answer_nested_too_deep_is_no_answer_not_a_crash() -> None:
     """The class gateway reads an upstream answer as our client does: JSON nested deeper
     than its limit is never parsed (a RecursionError escaped as a 500 before)."""
-    server = LoopbackServer(DeepUpstream)
-    upstream = Upstream(server.base, TEACHER_KEY)
-
-    async def ask() -> Any:
-        try:
-            return await upstream.send("GET", "/genW2.5-t2i-preview/requests/r-1/status")
-        finally:
-            await upstream.close()
-
-    try:
-        answer = asyncio.run(ask())
-    finally:
-        server.close()
+    answer = status_from(DeepUpstream, request_id="r-1")
     assert answer.status == 200 and answer.body is None
 
 
-class OverflowingUpstream(QuietHandler):
+class OverflowingUpstream(ScriptedUpstream):
     """An upstream whose status answers hold numbers too large for a float (valid JSON)."""
 
-    def do_GET(self) -> None:
-        data = b'{"request_id": "r1", "status": "COMPLETED", "p": 1e999, "q": [-1e999, 0.5]}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    body = b'{"request_id": "r1", "status": "COMPLETED", "p": 1e999, "q": [-1e999, 0.5]}'
 
 
 def test_an_upstream_number_too_large_for_a_float_is_passed_on_as_null() -> None:
     """``1e999`` is valid JSON that Python reads as ``inf``, which no JSON answer may
     carry: a finished task's status and result were a 500, its paid result never read.
     It is null, as ``NaN`` and ``Infinity`` are; a finite number stays."""
-    server = LoopbackServer(OverflowingUpstream)
-    upstream = Upstream(server.base, TEACHER_KEY)
-
-    async def ask() -> Any:
-        try:
-            return await upstream.send("GET", "/genW2.5-t2i-preview/requests/r-1/status")
-        finally:
-            await upstream.close()
-
-    try:
-        answer = asyncio.run(ask())
-    finally:
-        server.close()
+    answer = status_from(OverflowingUpstream, request_id="r-1")
     assert answer.body == {"request_id": "r1", "status": "COMPLETED", "p": None, "q": [None, 0.5]}
     json.dumps(answer.body, allow_nan=False)  # as the student's answer is written
 
@@ -288,19 +288,15 @@ def test_relative_output_urls_are_made_absolute_against_upstream(tmp_path: Path)
     assert RelativeFilesUpstream.files == [None]
 
 
-class AuthEcho(QuietHandler):
+class AuthEcho(ScriptedUpstream):
     """An upstream that records the Authorization of each request and answers 200."""
 
     seen: list[str | None] = []
+    body = b'{"request_id": "r1", "status": "IN_QUEUE"}'
 
     def do_GET(self) -> None:
         self.seen.append(self.headers.get("Authorization"))
-        data = b'{"request_id": "r1", "status": "IN_QUEUE"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        super().do_GET()
 
 
 @pytest.mark.parametrize("saved", ["{}\r", " {}\n", "\t{} "], ids=["crlf", "lead-lf", "tabs"])
@@ -309,19 +305,7 @@ def test_a_key_saved_with_a_line_end_or_spaces_is_sent_without_them(saved: str) 
     the header and its message, quoting ``Bearer <key>\\r``, went to every student. The
     key is taken without its surrounding whitespace, as the teacher meant it."""
     AuthEcho.seen = []
-    server = LoopbackServer(AuthEcho)
-    upstream = Upstream(server.base, saved.format(TEACHER_KEY))
-
-    async def ask() -> Any:
-        try:
-            return await upstream.send("GET", f"/{IMAGE}/requests/r1/status")
-        finally:
-            await upstream.close()
-
-    try:
-        answer = asyncio.run(ask())
-    finally:
-        server.close()
+    answer = status_from(AuthEcho, saved.format(TEACHER_KEY))
     assert answer.status == 200
     assert AuthEcho.seen == [f"Bearer {TEACHER_KEY}"]
 

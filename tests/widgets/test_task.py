@@ -199,14 +199,21 @@ def test_a_cancel_the_gateway_failed_is_said_and_sent_again(
         assert wait_for(lambda: CancelRefused.cancels > sent, timeout=60)
 
 
-def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -> None:
-    """A cancel the gateway did not take (here: no contact) showed "cancel requested"
-    with no error and a spent button, while the task ran on."""
+def cancel_kept(error: Exception) -> tuple[FakeJob, TaskView]:
+    """A running task's view whose Cancel was pressed and kept by its job, ``error``
+    its last word (the job sends it again by itself)."""
     job = FakeJob()
     view = TaskView(job)
     view.click_cancel()
-    job.cancel_error = gw.Unreachable("cancel request failed: ConnectError")
+    job.cancel_error = error
     job.run()
+    return job, view
+
+
+def test_a_kept_cancel_is_said_until_it_is_taken_and_moot_once_the_task_ends() -> None:
+    """A cancel the gateway did not take (here: no contact) showed "cancel requested"
+    with no error and a spent button, while the task ran on."""
+    job, view = cancel_kept(gw.Unreachable("cancel request failed: ConnectError"))
     assert wait_for(lambda: view.cancel_error.startswith("cancel not sent: cannot reach"))
     assert "sent again" in view.cancel_error and not view.cancel_requested
     job.cancel_error = None  # sent again and taken
@@ -221,11 +228,7 @@ def test_a_kept_cancel_the_gateway_then_refuses_is_said_refused_never_taken() ->
     """A kept cancel sent again and refused (a 400: the task runs and cannot be
     cancelled) leaves the job's cancel refused: the view cleared its words as if the
     cancel had been taken, and showed nothing while the task billed on (review-27)."""
-    job = FakeJob()
-    view = TaskView(job)
-    view.click_cancel()
-    job.cancel_error = gw.ServerError("HTTP 502: Bad Gateway")
-    job.run()
+    job, view = cancel_kept(gw.ServerError("HTTP 502: Bad Gateway"))
     assert wait_for(lambda: view.cancel_error.startswith("cancel not taken"))
     job.cancel_error = gw.GatewayError("Task cannot be cancelled", status_code=400)
     job.cancel_requested = False  # the job's refusal
@@ -237,11 +240,7 @@ def test_a_kept_cancel_the_gateway_then_refuses_is_said_refused_never_taken() ->
 def test_a_kept_cancel_is_taken_once_the_task_ends_cancelled() -> None:
     """A task that ended cancelled while its job kept the cancel (its answers lost) was
     said to have "ended first": the cancel was "not taken", though it ended the task."""
-    job = FakeJob()
-    view = TaskView(job)
-    view.click_cancel()
-    job.cancel_error = gw.ServerError("HTTP 502: Bad Gateway")
-    job.run()
+    job, view = cancel_kept(gw.ServerError("HTTP 502: Bad Gateway"))
     assert wait_for(lambda: view.cancel_error.startswith("cancel not taken"))
     job.finish(status="CANCELLED")
     assert wait_for(lambda: view.status == "cancelled") and view.cancel_error == ""

@@ -13,8 +13,10 @@ import asyncio
 import concurrent.futures
 import itertools
 import json
+import math
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,40 @@ _TICKETS = itertools.count(1)
 #: disk, or its note kept beside the file) before it is refused: the keeper's start
 #: (``STALL``), the pending file's lock (``PENDING_LOCK_WAIT``) and one fsync
 KEEP_WAIT = PENDING_LOCK_WAIT + 2.0
+
+
+#: the time of this process's latest intent, and the lock of its step (see _intent_time)
+_latest_intent = [0.0]
+_intent_lock = threading.Lock()
+#: seconds a clock may go back (an NTP step) and intents still be stamped after the
+#: latest: past that, the clock's own time, as it says
+INTENT_CLOCK_BACK = 1.0
+
+
+def _intent_time(now: float) -> float:
+    """``now`` as an intent's time: later than this process's latest intent's, by a
+    float's least step when the clock has not moved (a coarse clock: Windows'
+    ``time.time()`` before Python 3.13 ticks every 15.6 ms). An intent is named in every
+    process by its host, pid, time and endpoint (the pending notes, another process's
+    merge): two held creates of one tick were one intent there, and the second paid task's
+    handle replaced the first's on its row (ledgermend6)."""
+    with _intent_lock:
+        latest = _latest_intent[0]
+        if latest - INTENT_CLOCK_BACK < now <= latest:
+            now = math.nextafter(latest, math.inf)
+        _latest_intent[0] = now
+    return now
+
+
+def _new_intent_lock() -> None:
+    """A forked child's lock of :func:`_intent_time` (a thread of the parent may have
+    held it at the fork: no thread of the child would ever release it)."""
+    global _intent_lock
+    _intent_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_new_intent_lock)
 
 
 def _done(value: Any) -> concurrent.futures.Future[Any]:
@@ -172,12 +208,26 @@ class LedgerWrites:
         #: for its kept intents another process may have recorded (see :meth:`_recorded`)
         self._recorded_rows: dict[tuple[float, str], int] = {}
         self._looked_upto = 0
+        #: the intents of the creates this process is sending, by row, until their
+        #: outcome is recorded: made again for it in a fresh file (see :meth:`_made_again`)
+        self._in_flight: dict[int, tuple[str, str, str, float, str | None, str | None]] = {}
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
 
     def _settle(self, row_id: int) -> None:
         SENDING.discard((self._key, row_id))
+        self._in_flight.pop(row_id, None)
+
+    def _made_again(self, conn: sqlite3.Connection, row: int) -> int | None:
+        """The row of a create in flight made again from its intent when row ``row`` is
+        not in the file (a damaged file set aside since: its fresh one numbers past it,
+        ``LedgerFile.ids_from``), so its outcome lands on its own intent; None when it
+        is there, or no create of this process's is in flight on it."""
+        made = self._in_flight.get(row)
+        if made is None or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
+            return None
+        return _insert(conn, *made)
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
@@ -318,7 +368,7 @@ class LedgerWrites:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, not {value!r}")
         stored = json.dumps(scrub_payload(payload))
-        now = self._clock()
+        now = _intent_time(self._clock())
         ticket = -next(_TICKETS)
         self._intents[ticket] = (now, endpoint)
 
@@ -332,6 +382,8 @@ class LedgerWrites:
             row_id = found or _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
+            self._in_flight[row_id] = (gateway, endpoint, stored, now, tag, fingerprint)
+            self._file.ids_from = max(self._file.ids_from, row_id)
             return int(row_id)
 
         writer_stalled = self._queue.stalled
@@ -361,7 +413,9 @@ class LedgerWrites:
             row = self.row_of(row_id)
             try:
                 if not _set_handle(conn, row, handle, now, owner):
-                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
+                    again = self._made_again(conn, row)
+                    if again is None or not _set_handle(conn, again, handle, now, owner):
+                        raise LedgerError(f"no ledger row {row} in {self._file.path}")
                 heartbeat(conn, owner, now)
             finally:
                 self._settle(row)
@@ -419,15 +473,17 @@ class LedgerWrites:
 
         def update(conn: sqlite3.Connection) -> None:
             row = self.row_of(row_id)
+            ended = "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
+            values = (state, text, now, now if created_nothing else None)
             try:
                 changed = conn.execute(
-                    "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
-                    "WHERE id = ? AND request_id IS NULL",
-                    (state, text, now, now if created_nothing else None, row),
+                    ended + "WHERE id = ? AND request_id IS NULL", (*values, row)
                 ).rowcount
                 if not changed:
-                    exists = conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,))
-                    if exists.fetchone() is None:
+                    again = self._made_again(conn, row)
+                    if again is not None:
+                        conn.execute(ended + "WHERE id = ?", (*values, again))
+                    elif not conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
                         raise LedgerError(f"no ledger row {row} in {self._file.path}")
             finally:
                 self._settle(row)

@@ -1,0 +1,283 @@
+"""The ledger's pending notes merged at scale, and the leads of an earlier review
+(ledgermend6): a merge of thousands of notes keeps what each note records, in work
+linear in the notes; a row id handed to a create names its own intent's row, never
+another's, when two intents share a clock's tick and when the file is set aside under
+a create in flight."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability.harness import damage_root_page, wait_until
+
+from genwidgets.errors import LedgerWarning
+from genwidgets.jobs.ledger import Ledger
+from genwidgets.jobs.ledger.file import merge_notes
+from genwidgets.protocol.records import Handle
+
+ENDPOINT = "asset-get"
+GATEWAY = "http://gw"
+#: the processes whose notes share one pending file: two hosts, the same pid on both,
+#: every process numbering its tickets from -1
+PROCESSES = [("host-a", 100), ("host-a", 200), ("host-b", 100), ("host-b", 300)]
+#: what becomes of an intent, by its ticket (see :func:`_scenario`)
+KINDS = ("handle", "twice", "never", "unknown", "merged before", "task known", "bare")
+
+
+def _intent(host: str, pid: int, ticket: int) -> dict[str, Any]:
+    at = 1_000_000.0 + pid + ticket / 8  # two processes may share a time, not a process
+    return {
+        "ticket": ticket,
+        "gateway": "http://gw",
+        "endpoint": ENDPOINT,
+        "payload": json.dumps({"n": ticket}),
+        "tag": None,
+        "at": at,
+        "key": None,
+        "pid": pid,
+        "host": host,
+    }
+
+
+def _handle(intent: dict[str, Any], request_id: str, *, by_time: bool = False) -> dict[str, Any]:
+    note = {
+        "row": intent["ticket"],
+        "request_id": request_id,
+        "endpoint": ENDPOINT,
+        "at": intent["at"] + 1,
+        "status_url": None,
+        "response_url": None,
+        "cancel_url": None,
+        "pid": intent["pid"],
+        "host": intent["host"],
+    }
+    if by_time:  # its intent's note was merged (and its file removed) before
+        note.update(intent_at=intent["at"], intent_endpoint=ENDPOINT)
+    return note
+
+
+def _failed(intent: dict[str, Any], nothing: bool) -> dict[str, Any]:
+    return {
+        "failed": intent["ticket"],
+        "error": f"refused {intent['ticket']}",
+        "created_nothing": nothing,
+        "at": intent["at"] + 1,
+        "pid": intent["pid"],
+        "host": intent["host"],
+    }
+
+
+def _scenario(
+    per_process: int, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[str, int, int], tuple[Any, ...]]]:
+    """The notes an earlier merge recorded, the notes of the pending file (each process's
+    in its order, the processes interleaved), and what each intent's row must hold:
+    (rows, request_id, state, error)."""
+    earlier: list[dict[str, Any]] = []
+    streams: list[list[dict[str, Any]]] = []
+    expected: dict[tuple[str, int, int], tuple[Any, ...]] = {}
+    for host, pid in PROCESSES:
+        stream: list[dict[str, Any]] = []
+        for n in range(1, per_process + 1):
+            ticket = -n
+            intent = _intent(host, pid, ticket)
+            paid = f"{host}-{pid}-{n}"
+            kind = KINDS[n % len(KINDS)]
+            if kind == "handle":  # its intent, then its handle: a paid task on its row
+                stream += [intent, _handle(intent, paid)]
+                expected[(host, pid, ticket)] = (1, paid, "submitted", None)
+            elif kind == "twice":  # kept as held, then again at exit: one row, one task
+                stream += [intent, _handle(intent, paid), dict(intent), _handle(intent, paid)]
+                expected[(host, pid, ticket)] = (1, paid, "submitted", None)
+            elif kind in ("never", "unknown"):
+                stream += [intent, _failed(intent, kind == "never")]
+                state = "not_created" if kind == "never" else "outcome_unknown"
+                expected[(host, pid, ticket)] = (1, None, state, f"refused {ticket}")
+            elif kind == "merged before":  # found by its time: still one row
+                earlier.append(intent)
+                stream.append(_handle(intent, paid, by_time=True))
+                expected[(host, pid, ticket)] = (1, paid, "submitted", None)
+            elif kind == "task known":  # another row holds the task: this one stays bare
+                attached = _intent(host, pid, ticket - 10**6)
+                earlier += [attached, _handle(attached, paid)]
+                stream += [intent, _handle(intent, paid)]
+                expected[(host, pid, ticket)] = (1, None, "submitting", None)
+            else:  # an intent alone: its process went before the create's end
+                stream.append(intent)
+                expected[(host, pid, ticket)] = (1, None, "submitting", None)
+        streams.append(stream)
+    rng, notes = random.Random(seed), []
+    while any(streams):
+        stream = rng.choice([s for s in streams if s])
+        notes.append(stream.pop(0))
+    return earlier, notes, expected
+
+
+def _rows(path: Path) -> dict[tuple[str, int, int], list[tuple[Any, ...]]]:
+    """The rows of the scenario's intents by (host, pid, ticket)."""
+    found: dict[tuple[str, int, int], list[tuple[Any, ...]]] = {}
+    with sqlite3.connect(path) as conn:
+        for host, pid, payload, request_id, state, error in conn.execute(
+            "SELECT host, pid, payload, request_id, state, error FROM tasks ORDER BY id"
+        ):
+            ticket = json.loads(payload)["n"]
+            found.setdefault((host, pid, ticket), []).append((request_id, state, error))
+    return found
+
+
+def test_a_pending_file_of_thousands_of_notes_merges_as_each_note_says(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Four processes' notes in one pending file (their tickets the same numbers), some
+    kept twice, some whose intent an earlier merge recorded, some whose task another
+    row holds: each intent gets one row, each paid task the row of its own intent, each
+    failure its own row, and the file is removed once written."""
+    path = tmp_path / "ledger.sqlite3"
+    earlier, notes, expected = _scenario(per_process=700, seed=6)
+    assert len(notes) > 3000
+    with Ledger(path) as ledger, ledger.transaction() as conn:
+        merge_notes(earlier)(conn)
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    with caplog.at_level(logging.INFO, logger="genwidgets"), Ledger(path) as ledger:
+        assert ledger.flush(60)
+    rows = _rows(path)
+    for key, (count, request_id, state, error) in expected.items():
+        assert rows.get(key, [])[:count] == [(request_id, state, error)], key
+        assert len(rows[key]) == count, key
+    handles = sum(1 for want in expected.values() if want[1] is not None)
+    failures = sum(1 for want in expected.values() if want[3] is not None)
+    said = [r.getMessage() for r in caplog.records if "recorded" in r.getMessage()]
+    assert said and said[0].startswith(f"genwidgets: recorded {handles + failures} task(s)")
+    assert not pending.exists()
+
+
+def _merge_steps(notes: list[dict[str, Any]], tmp_path: Path) -> int:
+    """SQLite's virtual-machine steps (in thousands) a merge of ``notes`` takes on a
+    fresh ledger: the work done in the file, counted, never timed."""
+    path = tmp_path / f"steps-{len(notes)}.sqlite3"
+    Ledger(path).close()
+    steps = 0
+
+    def step() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    with Ledger(path) as ledger, ledger.transaction() as conn:
+        conn.set_progress_handler(step, 1000)
+        try:
+            merge_notes(notes)(conn)
+        finally:
+            conn.set_progress_handler(None, 0)
+    return steps
+
+
+def test_a_merge_does_not_look_through_the_table_once_per_note(tmp_path: Path) -> None:
+    """Four times the notes, four times the work in the file (not sixteen): a pending
+    file of thousands of held creates (a long lock, a read-only home) is merged at the
+    next open without one scan of the table per note."""
+    _, small, _ = _scenario(per_process=150, seed=1)
+    _, large, _ = _scenario(per_process=600, seed=1)
+    ratio = _merge_steps(large, tmp_path) / max(1, _merge_steps(small, tmp_path))
+    assert ratio < 8, f"4x the notes took {ratio:.1f}x the steps"
+
+
+def test_two_held_creates_of_one_instant_each_keep_their_paid_task(tmp_path: Path) -> None:
+    """Two creates whose intents a lock held, made within one tick of a coarse clock
+    (Windows' ``time.time()`` before Python 3.13 ticks every 15.6 ms): their intents'
+    notes were kept beside the file, and once the lock freed the second intent took
+    the first's row as "recorded from its note" (an intent is named by its process,
+    time and endpoint), so the second paid task's handle replaced the first's on that
+    row: the first task was in no row. Each create has its own row, each task its own."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    pending = path.with_name(path.name + ".pending.jsonl")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's lock
+    try:
+        with Ledger(path, busy_timeout=0.2, intent_wait=0, clock=lambda: 1_000_000.0) as led:
+            tickets = [
+                led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": n})
+                for n in (1, 2)
+            ]
+            wait_until(
+                lambda: pending.exists() and pending.read_text().count('"ticket"') == 2,
+                30,
+                "both intents kept beside the file",
+            )
+            holder.execute("ROLLBACK")  # the lock frees
+            for n, ticket in zip((1, 2), tickets, strict=True):
+                led.writes.record_handle(
+                    ticket, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+                )
+            assert led.flush(30)
+    finally:
+        holder.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id FROM tasks ORDER BY id").fetchall()
+    assert sorted((json.loads(p)["n"], r) for p, r in rows) == [(1, "paid-1"), (2, "paid-2")]
+
+
+def test_a_pending_file_keeps_two_intents_of_one_instant_apart(tmp_path: Path) -> None:
+    """The notes a process left at exit, two of its creates made within one tick of a
+    coarse clock: merged, each intent is its own row and each handle reaches its own
+    (the second intent was read as the first's copy, and its paid task was dropped)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    pending = path.with_name(path.name + ".pending.jsonl")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        led = Ledger(path, busy_timeout=0.2, intent_wait=0, clock=lambda: 1_000_000.0)
+        for n in (1, 2):
+            ticket = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": n})
+            led.writes.record_handle(
+                ticket, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+            )
+        with pytest.warns(LedgerWarning, match="NOT recorded"):
+            led.close()  # the lock outlasts the wait: the notes are left behind
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert pending.exists()
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id FROM tasks ORDER BY id").fetchall()
+    assert sorted((json.loads(p)["n"], r) for p, r in rows) == [(1, "paid-1"), (2, "paid-2")]
+
+
+def test_a_create_in_flight_when_its_ledger_is_set_aside_keeps_its_paid_task(
+    tmp_path: Path,
+) -> None:
+    """A damaged ledger moved aside while a create was in flight: the fresh file numbered
+    its rows from 1 again, so the create's row id (1, of the file set aside) named the
+    next create's row there; the first paid task's handle landed on it, the second's
+    replaced it, and the first task was in no row. Each task now reaches a row of its own
+    intent (made again in the fresh file), never another create's."""
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger(path, intent_wait=30) as led:
+        first = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        assert first > 0 and led.flush(30)
+        damage_root_page(path, "tasks")  # under the open ledger, its create in flight
+        with pytest.warns(LedgerWarning, match="is damaged .* moved to"):
+            second = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 2})
+        assert led.set_aside is not None
+        for n, row in ((1, first), (2, second)):
+            led.writes.record_handle(
+                row, Handle.from_body(ENDPOINT, {"request_id": f"paid-{n}"}, GATEWAY)
+            ).result(timeout=30)
+        assert led.flush(30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    assert sorted((json.loads(p)["n"], r, s) for p, r, s in rows) == [
+        (1, "paid-1", "submitted"),
+        (2, "paid-2", "submitted"),
+    ]

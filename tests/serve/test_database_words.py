@@ -1,0 +1,240 @@
+"""How ``genwidgets serve`` reads ``--database`` and ``--prices``, and what it says back:
+never a database password (review-28, faults 3 and 4), never Python's own words for a
+price table given where a file was expected (fault 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from genwidgets.cli import main
+from genwidgets.errors import GenwidgetsError, ServeError
+from genwidgets.serve.db import Database
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["serve", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def no_serving(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """``serve`` runs up to serving, then records the server's config instead."""
+    from genwidgets.serve.server import ClassServer
+
+    served: list[Any] = []
+
+    def serve_forever(self: ClassServer, *args: Any, **kwargs: Any) -> None:
+        served.append(self.config)
+
+    monkeypatch.setattr(ClassServer, "serve_forever", serve_forever)
+    monkeypatch.setenv("GENWIDGETS_UPSTREAM_KEY", "teacher-key")
+    return served
+
+
+# ---------------------------------------------------------------- fault 3: the repr
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["2024/Spring", "Spring/2024@x", "4711?Spring", "Spring#4711", "Spr@ng@4711"],
+    ids=["slash-after-digits", "slash-and-at", "question-mark", "hash", "two-ats"],
+)
+def test_a_password_a_url_cannot_hold_unencoded_is_refused_without_showing_it(
+    password: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A password pasted with a '/' (``2024/Spring``) ended the URL's host part there:
+    the user was read as the host, the digits as the port, and the repr and every
+    "cannot open the database" printed the password whole. Such a URL cannot be read
+    one way (libpq reads it as host 'alice'): it is refused, saying how to write it,
+    and nothing of it is shown."""
+    url = f"postgresql://alice:{password}@127.0.0.1:1/class"
+    with pytest.raises(GenwidgetsError) as refused:
+        Database(url)
+    said = str(refused.value)
+    assert "percent-encode" in said and "%2F" in said, said
+    assert "Spring" not in said and "4711" not in said and "Spr@" not in said, said
+    code, out, err = run(capsys, "--database", url, "tasks")
+    assert code == 2 and "percent-encode" in err, err
+    assert "Spring" not in out + err and "Spr" not in out + err, err
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["Spr:ng:4711", "Spring%2F4711", "Spring%404711%3A", "Spring%25"],
+    ids=["colons", "encoded-slash", "encoded-at-and-colon", "encoded-percent"],
+)
+def test_the_repr_is_built_from_the_urls_parts_and_never_holds_the_password(
+    password: str,
+) -> None:
+    """The place is read from the URL's parts (user, host, port, database), the userinfo
+    split off at its one '@' first: no text of the password, raw or decoded, in the
+    repr or in the message of a database that cannot be opened."""
+    db = Database(f"postgresql://alice:{password}@127.0.0.1:1/class")
+    assert repr(db) == "<Database postgresql alice@127.0.0.1:1/class>"
+    pytest.importorskip("psycopg")
+    with pytest.raises(ServeError) as failed:
+        db.migrate()
+    said = str(failed.value)
+    assert "cannot open the database <Database postgresql alice@127.0.0.1:1/class>" in said
+    assert "Spr" not in said and "4711" not in said, said
+
+
+def test_the_repr_names_the_place_given_in_the_query_never_its_password() -> None:
+    db = Database("postgresql:///class?host=127.0.0.1&port=1&user=bob&password=Spring4711")
+    assert repr(db) == "<Database postgresql bob@127.0.0.1:1/class>"
+    db = Database("postgresql://[::1]:5432/class?sslmode=require")
+    assert repr(db) == "<Database postgresql [::1]:5432/class>"
+
+
+# ---------------------------------------------------------------- fault 4: conninfo
+
+
+CONNINFO = "host=127.0.0.1 port=5433 user=alice password=hunter2-secret dbname=class"
+
+
+@pytest.mark.parametrize(
+    "conninfo",
+    [CONNINFO, "dbname=class password='hunter2 secret=x' host=127.0.0.1 port=5433 user=alice"],
+    ids=["plain", "quoted-password"],
+)
+def test_a_libpq_conninfo_is_refused_naming_the_url_to_give_and_makes_no_file(
+    conninfo: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_serving: list[Any],
+) -> None:
+    """A ``host=... password=... dbname=...`` string was taken as a SQLite file's name:
+    the class was served on a new local file named with the password (each server its
+    own budgets), and ``serve tasks`` printed it. It is refused, in words naming the
+    forms taken and the URL to give instead, the password never shown."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GenwidgetsError) as refused:
+        Database(conninfo)
+    said = str(refused.value)
+    assert "postgresql://alice:PASSWORD@127.0.0.1:5433/class" in said, said
+    assert "key=value" in said and "hunter2" not in said, said
+    for command in (["--upstream", "simulator", "--port", "0"], ["tasks"], ["keys", "list"]):
+        code, out, err = run(capsys, "--database", conninfo, *command)
+        assert code == 2 and "postgresql://alice:PASSWORD@" in err, err
+        assert "hunter2" not in out + err, err
+    assert no_serving == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_conninfo_is_refused_even_where_an_older_version_made_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file an older genwidgets made for a conninfo is named with the password:
+    using it again kept the class on it; it is refused, saying the file is there."""
+    monkeypatch.chdir(tmp_path)
+    Database(tmp_path / CONNINFO).migrate()
+    code, out, err = run(capsys, "--database", CONNINFO, "tasks")
+    assert code == 2 and "key=value" in err and "delete it" in err, err
+    assert "hunter2" not in out + err, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["class copy=2.db", "mode=ro user-list.db", "secret=hunter2"],
+    ids=["equals-and-space", "equals-and-space-2", "a-pair-with-no-space"],
+)
+def test_a_database_text_with_equals_and_spaces_that_names_no_file_is_refused(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text with '=' and a space that is no file here is no SQLite path anyone means:
+    refused in words, the text not repeated (it may hold a password), no file made.
+    The same text naming a file that is there is that file."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "--database", text, "groups", "class")
+    if " " not in text:  # one pair, no known keyword, no space: a file name
+        assert code == 0 and (tmp_path / text).exists(), err
+        return
+    assert code == 2 and "SQLite file" in err and "postgresql://" in err, err
+    assert text not in err and list(tmp_path.iterdir()) == []
+    Database(tmp_path / text).migrate()
+    assert Database(text).path == Path(text)
+    code, _, err = run(capsys, "--database", text, "groups", "class")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql://alice:hunter2@127.0.0.1/class",
+        "POSTGRESQL://alice:hunter2@127.0.0.1/class",
+        "sqlite://class.db",
+    ],
+    ids=["another-kind", "upper-case-scheme", "sqlite-two-slashes"],
+)
+def test_a_url_of_another_form_is_refused_not_made_a_folder(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any ``scheme://`` but postgresql://, postgres:// and sqlite:///PATH was a SQLite
+    path: ``POSTGRESQL://alice:pw@host/db`` made the folders ``POSTGRESQL:/alice:pw@host``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--database", text, "groups", "class")
+    assert code == 2 and "sqlite:///PATH" in err and "postgresql://" in err, err
+    assert "hunter2" not in out + err and list(tmp_path.iterdir()) == []
+    assert Database(f"sqlite:///{tmp_path / 'a b=c.db'}").path == tmp_path / "a b=c.db"
+
+
+# ---------------------------------------------------------------- fault 7: --prices
+
+TABLE = {"genW2.5-t2i-preview": {"per_image": 0.04}}
+
+
+def test_the_help_of_prices_says_it_takes_a_file_or_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--prices PRICES a JSON file of prices" in said, said
+
+
+def test_a_price_table_given_inline_is_taken_as_the_same_table_in_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_serving: list[Any]
+) -> None:
+    """--help showed a table, and a teacher giving one inline was told Python's
+    ``[Errno 2] No such file or directory: '{...}'``: a text starting with '{' is the
+    table itself, checked as a file's is."""
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", json.dumps(TABLE))
+    assert code == 0, err
+    assert [config.prices for config in no_serving] == [TABLE]
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(TABLE))
+    code, _, err = run(capsys, *database, "--prices", str(prices))
+    assert code == 0 and no_serving[-1].prices == TABLE, err
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("missing.json", "--prices missing.json: cannot read it (No such file or directory)"),
+        (".", "--prices .: cannot read it"),
+        ('{"genW2.5-t2i-preview": {"per_image": 0.04}', "--prices: not JSON"),
+        ('{"genW2.5-t2i-preview": {"per_second": 1}}', "bills only per_task, per_image"),
+    ],
+    ids=["no-such-file", "a-folder", "inline-not-json", "inline-wrong-unit"],
+)
+def test_a_price_table_that_cannot_be_read_is_refused_in_words(
+    given: str,
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_serving: list[Any],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", given)
+    assert code == 2 and says in err, err
+    assert "Errno" not in err and "Traceback" not in err and no_serving == [], err
+    if not given.startswith("{"):
+        assert "a JSON file of prices" in err, err

@@ -43,6 +43,7 @@ from .budgets import (
     as_counted,
     ask_cancel,
     caller_and_task,
+    cancel_answered,
     charge_of,
     forgotten,
     heard,
@@ -55,7 +56,6 @@ from .budgets import (
     reserve,
     settle,
     unanswered,
-    undo_cancel,
     usable,
 )
 from .config import ServeConfig, ServeState
@@ -518,9 +518,8 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     db = state.config.database
     cancel = tail == "cancel"
     way: str = "forward"
-    moved_from = None  # the state this request's cancel moved the task from
-    if cancel:
-        way, moved_from = await run_in_threadpool(ask_cancel, db, task[0])
+    if cancel:  # counted in flight with the task until cancel_answered
+        way, _ = await run_in_threadpool(ask_cancel, db, task[0])
     if way == "alone":  # its upstream task is shared with others: only ours ends
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
     if way == "ended":  # as the gateway answers a finished task's cancel; upstream not asked
@@ -529,13 +528,19 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     try:
         answer = await state.config.upstream.send(method, path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
+        if cancel:
+            undone = await run_in_threadpool(
+                partial(cancel_answered, db, task[0], taken=fault.sent)
+            )
         if cancel and not fault.sent:  # it never left: the task is as it was
-            if moved_from is not None:  # only this cancel's own move is undone
-                await run_in_threadpool(undo_cancel, db, task[0], moved_from)
+            said = (
+                "nothing was cancelled, try again"
+                if undone
+                else "this cancel was not sent, but another cancel of the task was: it is "
+                "being cancelled"
+            )
             return _failure(
-                502,
-                "UPSTREAM_UNAVAILABLE",
-                f"{_UPSTREAM_FAILED}{fault.message}; nothing was cancelled, try again",
+                502, "UPSTREAM_UNAVAILABLE", f"{_UPSTREAM_FAILED}{fault.message}; {said}"
             )
         return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
     # refused: the task is as it was. A 5xx may have been applied (a proxy's 504), but a
@@ -543,11 +548,10 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     refused_cancel = answer.refused and (
         answer.status < 500 or says_rate_limited(answer.status, answer.body)
     )
-    if cancel and refused_cancel:
-        if moved_from is not None:
-            await run_in_threadpool(undo_cancel, db, task[0], moved_from)
-        if answer.status >= 500:
-            return await _passed_on(state, answer, refused_create=False)
+    if cancel:  # undone only if no other cancel of the task is in flight or was taken
+        await run_in_threadpool(partial(cancel_answered, db, task[0], taken=not refused_cancel))
+    if cancel and refused_cancel and answer.status >= 500:
+        return await _passed_on(state, answer, refused_create=False)
     if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
         return _failure(
             502,

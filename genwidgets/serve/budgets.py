@@ -46,6 +46,7 @@ __all__ = [
     "as_counted",
     "ask_cancel",
     "caller_and_task",
+    "cancel_answered",
     "charge_of",
     "clear_hold",
     "forgotten",
@@ -63,7 +64,6 @@ __all__ = [
     "task_state",
     "tasks_of",
     "unanswered",
-    "undo_cancel",
     "update_followers",
     "usable",
 ]
@@ -450,9 +450,10 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
     ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
     runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
     it end meanwhile settles it cancelled, charged; asked again while ``cancelling`` (its
-    first answer may never have come), it is forwarded again. Any other state has ended
-    here, a task cancelled alone too: never forwarded, or a second cancel would end the
-    shared task after all (docs/decisions.md#serve-reservations)."""
+    first answer may never have come), it is forwarded again. Each forwarded cancel is
+    counted in flight with the task until :func:`cancel_answered`. Any other state has
+    ended here, a task cancelled alone too: never forwarded, or a second cancel would end
+    the shared task after all (docs/decisions.md#serve-reservations)."""
     now = time.time()
 
     def work(tx: Tx) -> tuple[CancelWay, str | None]:
@@ -465,6 +466,7 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
             return "ended", None
         if row[0] == "cancelling":  # nobody follows a task being cancelled
+            tx.run("UPDATE tasks SET cancels_out = cancels_out + 1 WHERE id = ?", (task_id,))
             return "forward", None
         if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
@@ -472,27 +474,51 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
                 (SHARED_CANCEL, now, task_id),
             )
             return "alone", str(row[0])
-        tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task_id,))
+        tx.run(
+            "UPDATE tasks SET state = 'cancelling', cancel_from = ?, cancels_out = 1, "
+            "cancel_taken = 0 WHERE id = ?",
+            (row[0], task_id),
+        )
         return "forward", str(row[0])
 
     return db.run(work)
 
 
-def undo_cancel(db: Database, task_id: str, prior: str) -> None:
-    """The cancel that moved the task from ``prior`` never left, or upstream refused it:
-    the task is ``prior`` again. If it ended meanwhile on upstream's failure (not its
-    cancel word), settled ``cancelled`` and charged as if this cancel caused it, it is
-    ``failed`` and given back: nothing was cancelled (docs/decisions.md#serve-reservations)."""
-    if move(db, task_id, prior, source=("cancelling",)):
-        return
-    row = db.run(
-        lambda tx: tx.one(
-            "SELECT state, failed_upstream, error FROM tasks WHERE id = ?", (task_id,)
-        ),
-        write=False,
-    )
-    if row is not None and row[0] == "cancelled" and row[1]:
-        release(db, task_id, "failed", str(row[2] or ""), source=("cancelled",))
+def cancel_answered(db: Database, task_id: str, *, taken: bool) -> bool:
+    """A forwarded cancel of the task came back: ``taken`` when upstream may have applied
+    it (accepted, a 5xx, no answer once it may have left), else it never left or was
+    refused. Only when no other cancel of the task is in flight and none was taken is
+    the task put back as the first cancel found it; if it ended meanwhile on upstream's
+    failure (not its cancel word), settled ``cancelled`` and charged as if a cancel caused
+    it, it is ``failed`` and given back: nothing was cancelled. Whether it was undone so
+    (False: it stays asked, by this cancel or another). One transaction under the task's
+    lock: a cancel accepted upstream holds whichever request sent it, and the one that
+    moved the task, failing after it, put back ``open`` (docs/decisions.md#serve-reservations)."""
+
+    def work(tx: Tx) -> bool:
+        row = tx.one(
+            "SELECT state, cancels_out, cancel_taken, cancel_from, failed_upstream, error "
+            "FROM tasks WHERE id = ? {lock}",
+            (task_id,),
+        )
+        if row is None:
+            return False
+        out, held = max(0, int(row[1]) - 1), int(bool(row[2]) or taken)
+        tx.run(
+            "UPDATE tasks SET cancels_out = ?, cancel_taken = ? WHERE id = ?",
+            (out, held, task_id),
+        )
+        if out or held:
+            return False
+        if row[0] == "cancelling" and row[3] is not None:
+            tx.run("UPDATE tasks SET state = ?, cancel_from = NULL WHERE id = ?", (row[3], task_id))
+            return True
+        if row[0] == "cancelled" and row[4]:
+            _give_back(tx, task_id, "failed", str(row[5] or ""), ("cancelled",))
+            return True
+        return False
+
+    return db.run(work)
 
 
 def release(
@@ -501,31 +527,32 @@ def release(
     """End the task as ``state`` and give back what it held (upstream refused the create,
     or the task failed); only from one of ``source`` when given, read under the task's
     lock. Idempotent: only the first call gives back; whether it did."""
+    return db.run(lambda tx: _give_back(tx, task_id, state, why, source))
 
-    def work(tx: Tx) -> bool:
-        row = tx.one(
-            f"SELECT key_name, group_name, charged, state, {_AMT} FROM tasks WHERE id = ? {{lock}}",
-            (task_id,),
-        )
-        if row is None or (source and row[3] not in source):
-            return False
-        if not row[2]:  # a demo-cache answer holds nothing: only its state changes
-            tx.run(
-                "UPDATE tasks SET state = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL",
-                (state, time.time(), task_id),
-            )
-            return False
-        amounts = dict(zip(KINDS, (int(v) for v in row[4:]), strict=True))
-        _hold(tx, row[0], row[1], amounts, -1)
+
+def _give_back(tx: Tx, task_id: str, state: str, why: str, source: tuple[str, ...]) -> bool:
+    """:func:`release` inside the caller's transaction."""
+    row = tx.one(
+        f"SELECT key_name, group_name, charged, state, {_AMT} FROM tasks WHERE id = ? {{lock}}",
+        (task_id,),
+    )
+    if row is None or (source and row[3] not in source):
+        return False
+    if not row[2]:  # a demo-cache answer holds nothing: only its state changes
         tx.run(
-            "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
-            (state, storable(why[:500]) or None, time.time(), task_id),
+            "UPDATE tasks SET state = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL",
+            (state, time.time(), task_id),
         )
-        if row[3] == "sending":
-            update_followers(tx, task_id)
-        return True
-
-    return db.run(work)
+        return False
+    amounts = dict(zip(KINDS, (int(v) for v in row[4:]), strict=True))
+    _hold(tx, row[0], row[1], amounts, -1)
+    tx.run(
+        "UPDATE tasks SET state = ?, charged = 0, error = ?, settled_at = ? WHERE id = ?",
+        (state, storable(why[:500]) or None, time.time(), task_id),
+    )
+    if row[3] == "sending":
+        update_followers(tx, task_id)
+    return True
 
 
 #: seconds of nothing but error answers to its status, none of them upstream's word
@@ -659,21 +686,42 @@ def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
 
 
 def tasks_of(
-    db: Database, *, state: str | None = None, key: str | None = None
+    db: Database,
+    *,
+    state: str | None = None,
+    key: str | None = None,
+    now: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them."""
-    given = {column: value for column, value in (("state", state), ("key_name", key)) if value}
-    clause = (" WHERE " + " AND ".join(f"{c} = ?" for c in given)) if given else ""
+    """Tasks, newest first (at most 1000), as the teacher's ``tasks`` command lists them,
+    in one reading transaction: a listing writes nothing. A create ``sending`` for longer
+    than :data:`STALE_SENDING` is ``stale``: one the sweep or a settle gives up as
+    ``unknown``, shown so without being written (and listed under ``unknown`` too)."""
+    cutoff = (time.time() if now is None else now) - STALE_SENDING
+    where: list[str] = []
+    params: list[Any] = []
+    if state == "unknown":
+        where.append("(state = 'unknown' OR state = 'sending' AND created_at < ?)")
+        params.append(cutoff)
+    elif state:
+        where.append("state = ?")
+        params.append(state)
+    if key:
+        where.append("key_name = ?")
+        params.append(key)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
     columns = "id, key_name, endpoint, state, charged, error, created_at, settled_at, cached_from"
     rows = db.run(
         lambda tx: tx.rows(
-            f"SELECT {columns} FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000",
-            list(given.values()),
+            f"SELECT {columns} FROM tasks{clause} ORDER BY created_at DESC LIMIT 1000", params
         ),
         write=False,
     )
     names = [c.removesuffix("_name") for c in columns.split(", ")]  # key_name is shown as key
-    return [dict(zip(names, row, strict=True)) | {"charged": bool(row[4])} for row in rows]
+    return [
+        dict(zip(names, row, strict=True))
+        | {"charged": bool(row[4]), "stale": row[3] == "sending" and row[6] < cutoff}
+        for row in rows
+    ]
 
 
 #: a task as a follow-up needs it: id, endpoint, upstream id (a demo-cache answer's is its

@@ -368,13 +368,20 @@ def _handout(made: list[tuple[str, str]], url: str) -> str:
     )
 
 
+#: how the listing shows a create ``sending`` past its time (``budgets.tasks_of``)
+STALE_WORDS = "stale (would be given up)"
+
+
 def _tasks(db: Database, args: argparse.Namespace) -> int:
-    # a create left sending past its time is given up here, as the sweep would: with no
-    # server running again (the class is over) it was refused for ever, its cost reserved
+    """``serve tasks``: the listing only reads (a teacher looking changes nothing, and a
+    read-only file or a replica lists), showing a create ``sending`` past its time as
+    :data:`STALE_WORDS`; ``--settle`` changes state, and gives such creates up first."""
     if args.settle and not (args.made or args.not_made):
         raise GenwidgetsError("say what upstream did: --made or --not-made")
-    db.run(partial(give_up_sending, now=time.time()))
     if args.settle:
+        # a create left sending past its time is given up here, as the sweep would: with
+        # no server running again (the class is over) it was refused for ever
+        db.run(partial(give_up_sending, now=time.time()))
         if not resolve_unknown(db, args.settle, made=args.made):
             state = task_state(db, args.settle)
             if state is None:
@@ -384,7 +391,10 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
-    lines = [f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{t['state']}" for t in found]
+    lines = [
+        f"{t['id']}\t{t['key']}\t{t['endpoint']}\t{STALE_WORDS if t['stale'] else t['state']}"
+        for t in found
+    ]
     say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
     return 0
 

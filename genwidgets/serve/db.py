@@ -116,6 +116,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # a task settled ``cancelled`` on upstream's failure (not its cancel word) while its
     # cancel was on the way: failed, given back, if that cancel never left or was refused
     (4, ("ALTER TABLE tasks ADD COLUMN failed_upstream INTEGER NOT NULL DEFAULT 0",)),
+    # a task's cancels forwarded and not yet answered, whether one of them may have been
+    # applied upstream, and the state the first moved it from: only the last cancel in
+    # flight, none taken, puts the task back (budgets.cancel_answered)
+    (
+        5,
+        (
+            "ALTER TABLE tasks ADD COLUMN cancels_out INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN cancel_taken INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN cancel_from TEXT",
+        ),
+    ),
 )
 
 
@@ -157,7 +168,8 @@ class Tx:
 
 
 class Database:
-    """A SQLite file (a path or ``sqlite:///path``) or a PostgreSQL URL."""
+    """A SQLite file (a path or ``sqlite:///path``; ``sqlite:///path?mode=ro`` opens it
+    read-only: a copy, a file the teacher may not change) or a PostgreSQL URL."""
 
     def __init__(self, url: str | Path) -> None:
         text = str(url)
@@ -165,7 +177,13 @@ class Database:
         if not self.postgres and isinstance(url, str):
             _refuse_no_sqlite_path(text)
         self.url = text
-        self.path = None if self.postgres else Path(text.removeprefix("sqlite:///"))
+        #: ``sqlite:///PATH?mode=ro``: the file opened read-only (any other text after
+        #: ``sqlite:///`` is the path as written)
+        self.read_only = (
+            not self.postgres and text.startswith("sqlite:///") and text.endswith("?mode=ro")
+        )
+        path = text.removeprefix("sqlite:///").removesuffix("?mode=ro" * self.read_only)
+        self.path = None if self.postgres else Path(path)
         #: what the repr shows of a PostgreSQL URL: user@host:port/database, never more
         self._place = _place(text) if self.postgres else ""
         self._local = threading.local()
@@ -179,7 +197,7 @@ class Database:
         # a PostgreSQL URL may carry a password (its userinfo, its ?password=): the kind
         # and the place only, built from the URL's parts when it was read (_place)
         if not self.postgres:
-            return f"<Database sqlite {self.path}>"
+            return f"<Database sqlite {self.path}{' (read-only)' * self.read_only}>"
         return f"<Database postgresql {self._place}>"
 
     def _hidden(self, exc: BaseException) -> str:
@@ -212,11 +230,16 @@ class Database:
 
                 return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
             assert self.path is not None
+            where = f"file:{quote(str(self.path))}?mode=ro" if self.read_only else self.path
             conn = sqlite3.connect(
-                self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+                where,
+                timeout=_BUSY_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
             )
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            for attempt in range(RETRIES * 10):
+            for attempt in range(0 if self.read_only else RETRIES * 10):
                 try:  # switching a new file to WAL can meet another connection's lock
                     conn.execute("PRAGMA journal_mode = WAL")
                     break
@@ -252,6 +275,11 @@ class Database:
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """One transaction; ``write`` takes SQLite's write lock at once (BEGIN
         IMMEDIATE), so a read inside it sees no other writer until the commit."""
+        if write and self.read_only:
+            raise storage_error(
+                f"the database {self!r} is opened read-only (?mode=ro): this command changes "
+                "it; give the class's file as the server has it"
+            )
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
         if self.postgres:  # a read: one snapshot for all its reads, as SQLite's BEGIN gives
             begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
@@ -301,7 +329,24 @@ class Database:
         raise AssertionError("unreachable")
 
     def migrate(self) -> int:
-        """Bring the schema to the newest version; the version now."""
+        """Bring the schema to the newest version; the version now. A schema already
+        the newest is only read: a listing writes nothing, and a read-only file or a
+        replica (which takes no write transaction) lists."""
+        newest = MIGRATIONS[-1][0]
+        try:
+            found = self.run(
+                lambda tx: tx.one("SELECT MAX(version) FROM schema_version"), write=False
+            )
+        except ServeError:  # no schema yet (a new file), or unreadable: written below
+            found = None
+        if found and found[0] is not None and int(found[0]) >= newest:
+            return int(found[0])
+        if self.read_only:
+            raise storage_error(
+                f"the database {self!r} is opened read-only and holds no class schema of "
+                f"version {newest} (another file, or one an older genwidgets wrote: a command "
+                "that changes it brings it up to date)"
+            )
 
         def work(tx: Tx) -> int:
             if self.postgres:
@@ -342,7 +387,8 @@ def _refuse_no_sqlite_path(text: str) -> None:
     made the folders ``POSTGRESQL:/user:pw@host``), a libpq conninfo (``host=...
     password=... dbname=...`` served the class on a local file named with the password,
     review-28 fault 4), or a text with '=' and a space, or a ``password=``, that names
-    no file here; ``sqlite:///PATH`` is always a path. docs/decisions.md#serve-storage."""
+    no file here; ``sqlite:///PATH`` is always a path (``?mode=ro`` at its end:
+    read-only). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
         return
     if _SCHEME.match(text):

@@ -103,7 +103,8 @@ def give_up_sending(tx: Tx, now: float) -> None:
     """Creates still ``sending`` after :data:`STALE_SENDING` (their process stopped
     between reserving and upstream's answer) become ``unknown``: no upstream needed, so
     a sweep does it even while upstream's rate limit holds its status requests back, and
-    so does the teacher's ``serve tasks`` with no server running (the class is over)."""
+    so does the teacher's ``serve tasks --settle`` with no server running (the class is
+    over); the listing only shows them (``budgets.tasks_of``: ``stale``)."""
     stale = tx.rows(
         "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
         (now - STALE_SENDING,),

@@ -1,0 +1,196 @@
+"""Two cancels of one task through the class gateway at once, their order forced: a
+cancel upstream accepted holds whichever request sent it, and one that failed undoes
+nothing another took (docs/decisions.md#serve-reservations). On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from loopback import LoopbackServer, OneTaskGateway
+from serve_helpers import TEACHER_KEY
+
+from genwidgets.errors import ServeError
+from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
+from genwidgets.serve.budgets import tasks_of
+from genwidgets.serve.keys import add_key
+from genwidgets.serve.usage import usage
+
+IMAGE = "genW2.5-t2i-preview"
+ONE = {"prompt": "a red fox", "n": 1}
+#: generous: the machine is shared and noisy
+DEADLINE = 120.0
+LIMITED = json.dumps({"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "Rate limit"}})
+
+
+class HeldFirstCancel(OneTaskGateway):
+    """Upstream of one task: its first cancel waits for ``release`` and then answers
+    ``first`` (the replicate dialect's rate limit under a 503: a refusal); every later
+    cancel is accepted. Its status says the task runs until a cancel was accepted, then
+    that it ended as ``ended`` says."""
+
+    first = (503, LIMITED.encode())
+    ended: dict[str, Any] = {}
+    arrived = threading.Event()
+    release = threading.Event()
+    lock = threading.Lock()
+    puts = 0
+    accepted = False
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if cls.accepted:
+            self.send_json({"request_id": "r1", "status": "COMPLETED", **cls.ended})
+        else:
+            self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+
+    def do_PUT(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            number, cls.puts = cls.puts, cls.puts + 1
+        if number == 0:
+            cls.arrived.set()
+            cls.release.wait(DEADLINE)
+            status, body = cls.first
+        else:
+            cls.accepted = True
+            status, body = 200, b'{"status": "CANCELLATION_REQUESTED"}'
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class FirstCancelNeverLeaves(Upstream):
+    """The loopback upstream, but the first cancel is held until ``release`` and then
+    never leaves (no connection: ``sent`` False), as an unreachable upstream's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cancels = 0
+
+    async def send(self, method: str, path: str, body: bytes | None = None) -> Any:
+        if method == "PUT":
+            self.cancels += 1
+            if self.cancels == 1:
+                HeldFirstCancel.arrived.set()
+                await asyncio.to_thread(HeldFirstCancel.release.wait, DEADLINE)
+                raise ServeError(
+                    "cannot reach upstream", status=502, code="UPSTREAM_UNAVAILABLE", sent=False
+                )
+            HeldFirstCancel.puts += 1  # the first, never seen there: this one is accepted
+        return await super().send(method, path, body)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    if request.param == "sqlite":
+        db = Database(tmp_path / "class.db")
+    else:
+        db = Database(request.getfixturevalue("postgres_url"))
+    db.migrate()
+    return db
+
+
+@pytest.fixture
+def upstream_server() -> Iterator[LoopbackServer]:
+    HeldFirstCancel.arrived, HeldFirstCancel.release = threading.Event(), threading.Event()
+    HeldFirstCancel.puts, HeldFirstCancel.accepted = 0, False
+    HeldFirstCancel.first = (503, LIMITED.encode())
+    HeldFirstCancel.ended = {"error": "cancelled by user", "error_type": "cancelled"}
+    server = LoopbackServer(HeldFirstCancel)
+    yield server
+    HeldFirstCancel.release.set()
+    server.close()
+
+
+def spent(db: Database, name: str) -> dict[str, float]:
+    found: dict[str, float] = next(k for k in usage(db)["keys"] if k["name"] == name)["spent"]
+    return found
+
+
+def states(db: Database) -> list[str]:
+    return [t["state"] for t in tasks_of(db)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["refused", "never left"])
+@pytest.mark.parametrize("ended", ["cancelled", "failed"])
+def test_a_cancel_taken_upstream_holds_when_an_earlier_one_fails(
+    database: Database, upstream_server: LoopbackServer, first: str, ended: str
+) -> None:
+    """Two cancels of one task at once: the first moved it to ``cancelling`` and was
+    then refused (a 503 rate limit) or never left, after the second, sent meanwhile, was
+    accepted upstream. The first undid its move: the task was ``open`` again, and
+    upstream's cancelled end was given back as a failure (a failure upstream heard in
+    between too). Upstream took a cancel: the task stays being cancelled, and its end,
+    whatever upstream says, is ``cancelled``, charged."""
+    db = database
+    if ended == "failed":
+        HeldFirstCancel.ended = {"error": "GPU out of memory", "error_type": "internal"}
+    kind = FirstCancelNeverLeaves if first == "never left" else Upstream
+    upstream = kind(upstream_server.base, TEACHER_KEY)
+    token = add_key(db, "alice", {"tasks": 5})
+    config = ServeConfig(upstream=upstream, database=db, sweep_every=0)
+    headers = {"Authorization": f"Bearer {token}"}
+    with ClassServer(config) as server:
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=DEADLINE) as api:
+            handle = api.post(f"/v1/queue/{IMAGE}", json=ONE).json()
+        answers: list[httpx.Response] = []
+
+        def cancel() -> None:
+            with httpx.Client(headers=headers, timeout=DEADLINE) as own:
+                answers.append(own.put(handle["cancel_url"]))
+
+        earlier = threading.Thread(target=cancel, daemon=True)
+        earlier.start()
+        try:
+            assert HeldFirstCancel.arrived.wait(DEADLINE), "the first cancel never went out"
+            assert states(db) == ["cancelling"]
+            with httpx.Client(headers=headers, timeout=DEADLINE) as api:
+                taken = api.put(handle["cancel_url"])
+                assert taken.status_code == 200, taken.text
+                if ended == "failed":  # upstream's failure heard while the first is away
+                    failed = api.get(handle["status_url"]).json()
+                    assert failed["error"] == "GPU out of memory", failed
+                    assert states(db) == ["cancelled"]
+        finally:
+            HeldFirstCancel.release.set()
+            earlier.join(DEADLINE)
+        assert not earlier.is_alive() and len(answers) == 1
+        assert answers[0].status_code in (429, 502), answers[0].text
+        assert states(db) == ["cancelling" if ended == "cancelled" else "cancelled"]
+        with httpx.Client(headers=headers, timeout=DEADLINE) as api:
+            status = api.get(handle["status_url"]).json()
+        assert status["status"] == "COMPLETED", status
+    assert HeldFirstCancel.puts == 2
+    assert states(db) == ["cancelled"]
+    assert spent(db, "alice") == {"tasks": 1.0, "images": 1.0}
+
+
+def test_only_the_last_cancel_in_flight_none_taken_puts_the_task_back(
+    database: Database,
+) -> None:
+    """The rule without a server: two cancels forwarded; the first failing leaves the
+    task being cancelled while the second is out; the second failing too puts it back
+    as the first found it. Had either been taken, it stays asked whatever the other."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    for taken in (None, "first", "second"):
+        task_id = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+        budgets.move(db, task_id, "unknown", error="upstream answered 502")
+        ways = [budgets.ask_cancel(db, task_id) for _ in range(2)]
+        assert ways == [("forward", "unknown"), ("forward", None)]
+        first = budgets.cancel_answered(db, task_id, taken=taken == "first")
+        assert not first and budgets.task_state(db, task_id) == "cancelling"
+        second = budgets.cancel_answered(db, task_id, taken=taken == "second")
+        assert second is (taken is None)
+        assert budgets.task_state(db, task_id) == ("unknown" if taken is None else "cancelling")

@@ -292,9 +292,11 @@ class Batch:
         a queue put, nothing more), word of it marks the book changed. A new task starts
         the row's deadline (``created_at``); its task followed again by a new job keeps
         it, and a cancel asked of the task (a deadline's or a person's) is asked of the
-        new job at once, its grace counting anew (docs/decisions.md#batch-progress)."""
+        new job at once, its grace counting anew; one the gateway took is not asked again,
+        and keeps its grace while the row is out of contact (docs/decisions.md#batch-progress)."""
         same_task = row.request_id == str(job.request_id) and row.created_at is not None
         old = row.job
+        asked_before = row.cancel_asked_at
         row.job, row.request_id = job, str(job.request_id)
         row.rate_limited = 0
         row.cancel_asked_at, row.word_at_cancel = None, None
@@ -303,12 +305,14 @@ class Batch:
             row.timed_out = row.cancel_taken = False
         deadline = row.timed_out and self.on_timeout == "cancel"
         if (row.user_cancelled or deadline) and not job.done():  # it holds for the task
-            row.cancel_asked_at = time.time()
-            row.word_at_cancel = job.last_status if deadline else None
             taken = getattr(old, "cancel_taken", False)  # answered: not one on its way
             row.cancel_taken = same_task and (row.cancel_taken or taken)
-            if not row.cancel_taken:  # one the gateway took holds: not asked again
+            row.cancel_asked_at = time.time()
+            row.word_at_cancel = job.last_status if deadline else None
+            if not row.cancel_taken:
                 job.request_cancel()
+            elif asked_before is not None and row.lost:  # followed while out of contact:
+                row.cancel_asked_at = asked_before  # its grace counts from when it was asked
         index = row.index
 
         def ended(_job: Any) -> None:
@@ -738,8 +742,8 @@ class Batch:
         the row's deadline; then ``unknown``, its request id kept for a resume. A row whose
         ``timeout`` passed before its cancel was asked is followed again at once instead:
         :meth:`check_deadlines` asks its cancel first; one whose deadline's cancel is on its
-        way or was taken (not failed) is followed once more, within the cancel's grace: the
-        task may be cancelled, and the gateway answered."""
+        way or was taken (not failed) is followed again within the cancel's grace: the task
+        may be cancelled, and the gateway answered."""
         now = time.time()
         with self.lock:
             row.lost += 1
@@ -749,16 +753,16 @@ class Batch:
             if deadline is None:
                 deadline = row.lost_since + CONTACT_PATIENCE
             asked = row.cancel_asked_at
-            if (
-                row.timed_out
-                and asked is not None
-                and getattr(row.job, "cancel_requested", False)
-                and getattr(row.job, "cancel_error", None) is None
-            ):  # its cancel is on its way or taken: one more look, before its grace ends
+            on_its_way = getattr(row.job, "cancel_requested", False) and (
+                getattr(row.job, "cancel_error", None) is None
+            )
+            if row.timed_out and asked is not None and (on_its_way or row.cancel_taken):
+                # its cancel is on its way or was taken: followed again within its grace
                 deadline = max(deadline, asked + CANCEL_GRACE)
             if now >= deadline and not cancel_due:
                 past = f", past its timeout of {self.timeout:g} s" if row.timed_out else ""
-                self._unknown(row, f"contact lost ({why}){past}")
+                taken = "; the gateway had taken its cancel" if row.cancel_taken else ""
+                self._unknown(row, f"contact lost ({why}){past}", taken)
                 return
             wait = min(FOLLOW_BACKOFF * 2 ** (row.lost - 1), FOLLOW_BACKOFF_MAX)
             row.follow_at = min(now + wait, deadline)
@@ -791,7 +795,12 @@ class Batch:
                 deadline = self._deadline(row)
                 if failed is not None:
                     self._lost_past_deadline(row, failed)
-                elif row.state == CREATED and asked is not None and now - asked > CANCEL_GRACE:
+                elif (
+                    row.state == CREATED
+                    and asked is not None
+                    and now - asked > CANCEL_GRACE
+                    and not row.lost  # out of contact: its follow-up's loss says unknown
+                ):
                     late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
                     kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
                     refused = _cancel_refused(row.job)  # "too late": nothing will stop it

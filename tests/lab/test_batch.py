@@ -896,6 +896,39 @@ def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_foll
     assert "cancelled at the gateway" in (row.error or "")
 
 
+class OutPastATakenCancel(OutUntilCancelled):
+    """:class:`OutUntilCancelled` whose cancel is taken at once, while its polls still get
+    a 503 for the next four (two follow-ups' worth): then CANCELLED."""
+
+    after_cancel = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if cls.cancelled and cls.after_cancel < 4:
+            cls.after_cancel += 1
+            self.send_json({"detail": "upstream unavailable"}, code=503)
+            return
+        super().do_GET()
+
+
+@pytest.mark.slow
+def test_a_row_whose_deadline_cancel_was_taken_is_followed_within_its_grace(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's deadline cancel is taken, and contact is lost for two follow-ups after: the
+    second (which rightly asks no cancel again) ended the row ``unknown`` at its loss,
+    well within the cancel's grace, though the gateway then said CANCELLED. A taken
+    cancel keeps its grace across follow-ups, and the row ends ``timed out``."""
+    monkeypatch.setattr(lab_batch, "FOLLOW_BACKOFF", 0.5)
+    OutPastATakenCancel.polls = OutPastATakenCancel.cancels = 0
+    OutPastATakenCancel.after_cancel, OutPastATakenCancel.cancelled = 0, False
+    patience = {"poll_policy": gw.PollPolicy(failure_limit=2), "max_retries": 0}
+    [row] = sent_to(OutPastATakenCancel, tmp_path, timeout=4, client_options=patience).rows
+    assert OutPastATakenCancel.cancels == 1  # taken once, never asked again
+    assert OutPastATakenCancel.after_cancel == 4
+    assert row.status == "timed out", row.error
+
+
 class CancelFailedLate(JsonHandler):
     """A gateway whose task runs: polls answer, except from the 3rd until two polls after
     the first cancel came (a 503 each); that cancel is answered 503 only once the task is
@@ -1203,11 +1236,13 @@ def test_a_row_cancelled_for_its_timeout_and_followed_again_ends_timed_out(
     and ``retry_failed()`` paid for it again. It ends ``timed out``: nothing to retry."""
     for name, value in (("down", False), ("cancelled", False), ("creates", 0)):
         monkeypatch.setattr(CancelTakenThenDown, name, value)
+    monkeypatch.setattr(lab_batch, "CANCEL_GRACE", 3.0)  # followed within it, then unknown
     patience = gw.PollPolicy(failure_limit=2)
     with loopback_client(CancelTakenThenDown, max_retries=0, poll_policy=patience) as client:
         batch = past_deadline(client, tmp_path, 1)
         [row] = batch.rows
         assert row.status == "unknown", row.error
+        assert "the gateway had taken its cancel" in (row.error or "")
         assert row.job is not None and wait_for(row.job.done, timeout=60)
         CancelTakenThenDown.down = False  # the gateway is back
         batch.submit().wait(timeout=60, progress="none")

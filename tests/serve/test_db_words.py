@@ -91,6 +91,60 @@ def test_the_repr_names_the_place_given_in_the_query_never_its_password() -> Non
     assert repr(db) == "<Database postgresql [::1]:5432/class>"
 
 
+# ------------------------------------------- review-29 fault 4: an '@' in the query
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["application_name=ms.lee@lab", "sslmode=verify-full&sslrootcert=/home/j@school/root.crt"],
+    ids=["application-name", "sslrootcert-path"],
+)
+def test_an_at_sign_in_a_query_value_is_taken_as_libpq_reads_it(
+    query: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An '@' in a query value (``application_name=ms.lee@lab``) is that value to libpq,
+    yet the URL was refused, saying its password was wrongly written. It is taken: the
+    userinfo is split off at the last '@' of the authority (up to the first '/', '?' or
+    '#'), the repr names libpq's user, host and database, and a driver error masks the
+    password (``Spr%zzing``, a bad percent-encoding libpq quotes whole)."""
+    url = f"postgresql://alice:Spr%zzing@127.0.0.1:1/class?{query}"
+    db = Database(url)
+    assert repr(db) == "<Database postgresql alice@127.0.0.1:1/class>"
+    psycopg = pytest.importorskip("psycopg")
+    read = psycopg.conninfo.conninfo_to_dict(url.replace("%zz", "%25zz"))
+    assert (read["user"], read["host"], read["dbname"]) == ("alice", "127.0.0.1", "class")
+    with pytest.raises(ServeError) as failed:
+        db.migrate()
+    said = str(failed.value)
+    assert "cannot open the database <Database postgresql alice@127.0.0.1:1/class>" in said
+    assert "Spr" not in said and "zzing" not in said, said
+    code, out, err = run(capsys, "--database", url, "tasks")
+    assert code != 0 and "alice@127.0.0.1:1/class" in err, err
+    assert "Spr" not in out + err and "zzing" not in out + err, err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1:1?application_name=ms.lee@lab",
+        "postgresql://alice:2024/Spring?c=x@127.0.0.1:1/class",
+        "postgresql://alice:2024/Spring#4711@127.0.0.1:1/class",
+        "postgresql://alice:Spring?4711@127.0.0.1:1/class?application_name=ms.lee@lab",
+    ],
+    ids=["no-path-before-the-query", "slash-and-no-keyword", "slash-and-hash", "question-mark"],
+)
+def test_an_at_sign_libpq_and_a_url_parser_read_apart_is_refused(url: str) -> None:
+    """Where libpq (its userinfo ends at the first '@' before any '/') and the URL's
+    parts disagree, or the '@' may end a password holding a '/', the URL is refused
+    without showing it, saying to percent-encode: ``postgresql://HOST?application_name=
+    a@b`` is user ``HOST?application_name=a`` to libpq."""
+    with pytest.raises(GenwidgetsError) as refused:
+        Database(url)
+    said = str(refused.value)
+    assert "percent-encode" in said and "%40" in said, said
+    assert "Spr" not in said and "4711" not in said and "ms.lee" not in said, said
+
+
 # ---------------------------------------------------------------- fault 4: conninfo
 
 

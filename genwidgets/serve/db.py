@@ -400,20 +400,21 @@ def _refuse_no_sqlite_path(text: str) -> None:
     never repeat it (it may hold a password): another ``scheme://`` (``POSTGRESQL://``
     made the folders ``POSTGRESQL:/user:pw@host``), a libpq conninfo (``host=...
     password=... dbname=...`` served the class on a local file named with the password,
-    review-28 fault 4), or a text with '=' and a space, or a ``password=``, that names
-    no file here; ``sqlite:///PATH`` is always a path (``?mode=ro`` at its end:
-    read-only). docs/decisions.md#serve-storage."""
+    review-28 fault 4), or a text wholly of ``word=value`` pairs, or holding a
+    ``password=``, that names no file here. Any other text is a file's name (``runs
+    lr=0.1.db``, review-29 fault 5); ``sqlite:///PATH`` is always a path (``?mode=ro``
+    at its end: read-only). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
         return
     if _SCHEME.match(text):
-        scheme = text.partition("://")[0]
-        raise GenwidgetsError(f"{_FORMS}, not a {scheme}:// URL (written in lower case)")
+        scheme, _, rest = text.partition("://")
+        raise GenwidgetsError(f"{_FORMS}, not {_wrong_scheme(scheme, rest)}")
     pairs = _conninfo(text)
-    if pairs is not None and _LIBPQ_WORDS & pairs.keys():
+    if pairs and _LIBPQ_WORDS & {key for key, _ in pairs}:
         there = Path(text).exists()
         raise GenwidgetsError(
             f"{_FORMS}; this is a libpq key=value connection string: give it as "
-            f"{_conninfo_url(pairs)}, a '/', '?', '#', '@' or '%' in the password "
+            f"{_conninfo_url(dict(pairs))}, a '/', '?', '#', '@' or '%' in the password "
             "percent-encoded (%2F, %3F, %23, %40, %25)"
             + (
                 "; a file named by this text is here (an older genwidgets took the text "
@@ -422,19 +423,38 @@ def _refuse_no_sqlite_path(text: str) -> None:
                 else ""
             )
         )
-    looks_paired = ("=" in text and re.search(r"\s", text)) or _PASSWORD_PAIR.search(text)
+    looks_paired = (pairs and len(pairs) > 1) or _PASSWORD_PAIR.search(text)
     if looks_paired and not Path(text).exists():
         raise GenwidgetsError(
-            f"{_FORMS}; this text holds '=' and spaces and names no file here (it is "
-            "not shown: it may hold a password). A libpq key=value string is given "
-            "as postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+            f"{_FORMS}; this text is key=value pairs and names no file here (it is not "
+            "shown: it may hold a password). A libpq key=value string is given as "
+            "postgresql://USER:PASSWORD@HOST:PORT/DBNAME; a SQLite file by this name: "
+            "give it as sqlite:///PATH"
         )
 
 
-def _conninfo(text: str) -> dict[str, str] | None:
-    """``text`` as libpq's ``keyword=value`` pairs, values unquoted, or None when it is
-    not wholly such pairs."""
-    pairs: dict[str, str] = {}
+def _wrong_scheme(scheme: str, rest: str) -> str:
+    """What is wrong with a ``scheme://`` URL ``--database`` does not take, its text
+    not repeated (it may hold a password) but for a SQLite path with no '@' in it:
+    ``sqlite://class.db`` lacks the third slash, ``POSTGRESQL://`` is the taken one in
+    upper case."""
+    if scheme.lower() == "sqlite":
+        fix = "sqlite:///" + (rest.removeprefix("/") if "@" not in rest else "PATH")
+        if rest.startswith("/"):
+            return f"a {scheme}:// URL: a SQLite URL is written in lower case: {fix}"
+        return f"a {scheme}://PATH URL: a SQLite URL has three slashes: {fix}"
+    if scheme.lower() in ("postgresql", "postgres"):
+        return (
+            f"a {scheme}:// URL: a PostgreSQL URL has its scheme written in lower case "
+            "(postgresql://)"
+        )
+    return f"a {scheme}:// URL"
+
+
+def _conninfo(text: str) -> list[tuple[str, str]] | None:
+    """``text`` as libpq's ``keyword=value`` pairs, in order, values unquoted, or None
+    when it is not wholly such pairs."""
+    pairs: list[tuple[str, str]] = []
     at = 0
     while at < len(text):
         found = _CONNINFO_PAIR.match(text, at)
@@ -443,7 +463,7 @@ def _conninfo(text: str) -> dict[str, str] | None:
         value = found.group(2)
         if value.startswith("'"):
             value = value[1:-1]
-        pairs[found.group(1).lower()] = re.sub(r"\\(.)", r"\1", value)
+        pairs.append((found.group(1).lower(), re.sub(r"\\(.)", r"\1", value)))
         at = found.end()
     return pairs or None
 

@@ -57,6 +57,27 @@ _PASSWORD_PAIR = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)"
 _HOST_PART_END = re.compile(r"[/?#]")
 #: how to write a password that holds what a URL cannot
 _ENCODE = "percent-encode them: / as %2F, ? as %3F, # as %23, @ as %40, % as %25"
+#: a PostgreSQL URL libpq and a URL parser read apart (:func:`_split`)
+_MISREAD = (
+    "--database: this postgresql:// URL has an '@' that libpq would not read as its "
+    "parts say (a '/', '?', '#' or '@' in the user name or password, an '@' in the "
+    "database name, or one in the query before the '/' of the database or outside a "
+    f"key=value pair of libpq's): {_ENCODE} (the URL is not shown: it may hold a password)"
+)
+#: libpq's connection keywords (PostgreSQL 18), and ``ssl`` it takes in a URL's query
+_LIBPQ_WORDS = {
+    *("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service"),
+    *("channel_binding", "client_encoding", "connect_timeout", "options", "replication"),
+    *("application_name", "fallback_application_name", "target_session_attrs"),
+    *("keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"),
+    *("tcp_user_timeout", "load_balance_hosts", "require_auth", "requirepeer"),
+    *("min_protocol_version", "max_protocol_version", "scram_client_key"),
+    *("scram_server_key", "gssencmode", "gsslib", "gssdelegation", "krbsrvname"),
+    *("oauth_client_id", "oauth_client_secret", "oauth_issuer", "oauth_scope"),
+    *("ssl", "sslmode", "sslnegotiation", "sslcompression", "sslcert", "sslkey"),
+    *("sslkeylogfile", "sslpassword", "sslcertmode", "sslrootcert", "sslcrl", "sslcrldir"),
+    *("sslsni", "ssl_min_protocol_version", "ssl_max_protocol_version"),
+}
 #: what ``--database`` takes, as the refusals say it
 _FORMS = (
     "--database takes a SQLite file (its path, or sqlite:///PATH) or a PostgreSQL URL "
@@ -66,12 +87,6 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 #: one ``keyword = value`` of a libpq conninfo, as libpq reads it (a value quoted, or
 #: up to the next space, with backslash escapes)
 _CONNINFO_PAIR = re.compile(r"\s*(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|(?!')(?:[^\s\\]|\\.)+)\s*")
-#: libpq's keywords that a conninfo almost always holds one of
-_CONNINFO_WORDS = {
-    *("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service"),
-    *("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options"),
-    *("application_name", "target_session_attrs", "channel_binding", "gssencmode"),
-}
 
 #: a key's or a group's cap columns, then those and its held amounts (what
 #: :func:`caps_and_held` reads)
@@ -212,9 +227,8 @@ class Database:
             return text
         text = hide_userinfo(text.replace(self.url, repr(self)))
         text = _PASSWORD_PAIR.sub(r"\1***", text)
-        userinfo = self.url.partition("://")[2].rpartition("@")[0]
+        userinfo, _, _, query = _split(self.url)
         user, _, password = userinfo.partition(":")
-        query = self.url.partition("?")[2]
         secrets = {password, unquote(password), *parse_qs(query).get("password", [])}
         secrets |= {raw for raw in re.findall(r"(?:^|&)password=([^&]*)", query)}
         for secret in secrets - {"", user, unquote(user)}:
@@ -386,20 +400,21 @@ def _refuse_no_sqlite_path(text: str) -> None:
     never repeat it (it may hold a password): another ``scheme://`` (``POSTGRESQL://``
     made the folders ``POSTGRESQL:/user:pw@host``), a libpq conninfo (``host=...
     password=... dbname=...`` served the class on a local file named with the password,
-    review-28 fault 4), or a text with '=' and a space, or a ``password=``, that names
-    no file here; ``sqlite:///PATH`` is always a path (``?mode=ro`` at its end:
-    read-only). docs/decisions.md#serve-storage."""
+    review-28 fault 4), or a text wholly of ``word=value`` pairs, or holding a
+    ``password=``, that names no file here. Any other text is a file's name (``runs
+    lr=0.1.db``, review-29 fault 5); ``sqlite:///PATH`` is always a path (``?mode=ro``
+    at its end: read-only). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
         return
     if _SCHEME.match(text):
-        scheme = text.partition("://")[0]
-        raise GenwidgetsError(f"{_FORMS}, not a {scheme}:// URL (written in lower case)")
+        scheme, _, rest = text.partition("://")
+        raise GenwidgetsError(f"{_FORMS}, not {_wrong_scheme(scheme, rest)}")
     pairs = _conninfo(text)
-    if pairs is not None and _CONNINFO_WORDS & pairs.keys():
+    if pairs and _LIBPQ_WORDS & {key for key, _ in pairs}:
         there = Path(text).exists()
         raise GenwidgetsError(
             f"{_FORMS}; this is a libpq key=value connection string: give it as "
-            f"{_conninfo_url(pairs)}, a '/', '?', '#', '@' or '%' in the password "
+            f"{_conninfo_url(dict(pairs))}, a '/', '?', '#', '@' or '%' in the password "
             "percent-encoded (%2F, %3F, %23, %40, %25)"
             + (
                 "; a file named by this text is here (an older genwidgets took the text "
@@ -408,19 +423,38 @@ def _refuse_no_sqlite_path(text: str) -> None:
                 else ""
             )
         )
-    looks_paired = ("=" in text and re.search(r"\s", text)) or _PASSWORD_PAIR.search(text)
+    looks_paired = (pairs and len(pairs) > 1) or _PASSWORD_PAIR.search(text)
     if looks_paired and not Path(text).exists():
         raise GenwidgetsError(
-            f"{_FORMS}; this text holds '=' and spaces and names no file here (it is "
-            "not shown: it may hold a password). A libpq key=value string is given "
-            "as postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+            f"{_FORMS}; this text is key=value pairs and names no file here (it is not "
+            "shown: it may hold a password). A libpq key=value string is given as "
+            "postgresql://USER:PASSWORD@HOST:PORT/DBNAME; a SQLite file by this name: "
+            "give it as sqlite:///PATH"
         )
 
 
-def _conninfo(text: str) -> dict[str, str] | None:
-    """``text`` as libpq's ``keyword=value`` pairs, values unquoted, or None when it is
-    not wholly such pairs."""
-    pairs: dict[str, str] = {}
+def _wrong_scheme(scheme: str, rest: str) -> str:
+    """What is wrong with a ``scheme://`` URL ``--database`` does not take, its text
+    not repeated (it may hold a password) but for a SQLite path with no '@' in it:
+    ``sqlite://class.db`` lacks the third slash, ``POSTGRESQL://`` is the taken one in
+    upper case."""
+    if scheme.lower() == "sqlite":
+        fix = "sqlite:///" + (rest.removeprefix("/") if "@" not in rest else "PATH")
+        if rest.startswith("/"):
+            return f"a {scheme}:// URL: a SQLite URL is written in lower case: {fix}"
+        return f"a {scheme}://PATH URL: a SQLite URL has three slashes: {fix}"
+    if scheme.lower() in ("postgresql", "postgres"):
+        return (
+            f"a {scheme}:// URL: a PostgreSQL URL has its scheme written in lower case "
+            "(postgresql://)"
+        )
+    return f"a {scheme}:// URL"
+
+
+def _conninfo(text: str) -> list[tuple[str, str]] | None:
+    """``text`` as libpq's ``keyword=value`` pairs, in order, values unquoted, or None
+    when it is not wholly such pairs."""
+    pairs: list[tuple[str, str]] = []
     at = 0
     while at < len(text):
         found = _CONNINFO_PAIR.match(text, at)
@@ -429,7 +463,7 @@ def _conninfo(text: str) -> dict[str, str] | None:
         value = found.group(2)
         if value.startswith("'"):
             value = value[1:-1]
-        pairs[found.group(1).lower()] = re.sub(r"\\(.)", r"\1", value)
+        pairs.append((found.group(1).lower(), re.sub(r"\\(.)", r"\1", value)))
         at = found.end()
     return pairs or None
 
@@ -447,29 +481,39 @@ def _conninfo_url(pairs: dict[str, str]) -> str:
     return f"postgresql://{user + '@' if user else ''}{host}{port}/{dbname}"
 
 
-def _place(url: str) -> str:
-    """A PostgreSQL URL's place as ``user@host:port/database``, from its parts (the query's
-    ``host``, ``port``, ``user``, ``dbname`` where the URL leaves them out), never its
-    password. The userinfo ends at the URL's one '@', and that '@' must stand before the
-    host part's end (the first '/', '?' or '#'): a password pasted with one of those
-    unencoded (``2024/Spring``) is read by libpq and urlsplit as a host, a port and a
-    path, and showing those parts showed the password. Such a URL is refused, whole
-    (review-28, fault 3)."""
+def _split(url: str) -> tuple[str, str, str, str]:
+    """A PostgreSQL URL's userinfo, host part, path and query, split as libpq reads them,
+    or refused (:data:`_MISREAD`) where a URL parser and libpq read it apart. The host
+    part ends at the first '/', '?' or '#', and its last '@' ends the userinfo; libpq
+    ends the userinfo at the first '@' before any '/', so the two must be the same '@'
+    (``postgresql://HOST?application_name=a@b`` is user ``HOST?application_name=a`` to
+    libpq). An '@' in the path is refused too: a password with a '/' (``2024/Spring``)
+    puts it there, and the parts would show the password. In the query an '@' stands
+    in a libpq keyword's value (``application_name=ms.lee@lab``): libpq refuses any
+    other key, and a password is unlikely to hold a keyword (review-29, fault 4)."""
     rest = url.partition("://")[2]
     end = _HOST_PART_END.search(rest)
     authority = rest[: end.start()] if end else rest
-    after = rest[len(authority) :]
+    path, _, query = rest[len(authority) :].partition("?")  # libpq: no fragment
     userinfo, _, host = authority.rpartition("@")
-    if "@" in userinfo or "@" in after:
-        raise GenwidgetsError(
-            "--database: this postgresql:// URL has an '@' libpq would not read as the end "
-            "of its password (a '/', '?', '#' or '@' in the user name or password, or an '@' "
-            f"after the host): {_ENCODE} (the URL is not shown: it may hold a password)"
-        )
+    misread = rest.partition("/")[0].find("@") != authority.rfind("@") or "@" in path
+    for pair in query.split("&") if "@" in query else ():
+        misread |= "@" in pair and pair.partition("=")[0] not in _LIBPQ_WORDS
+    if misread:
+        raise GenwidgetsError(_MISREAD)
+    return userinfo, host, path, query
+
+
+def _place(url: str) -> str:
+    """A PostgreSQL URL's place as ``user@host:port/database``, from its parts (the query's
+    ``host``, ``port``, ``user``, ``dbname`` where the URL leaves them out), never its
+    password. A URL whose parts and libpq's reading disagree is refused, whole
+    (:func:`_split`): a password pasted with a '/' unencoded (``2024/Spring``) is read
+    by libpq and urlsplit as a host, a port and a path, and showing those parts showed
+    the password (review-28, fault 3)."""
+    userinfo, host, path, query = _split(url)
     user = userinfo.partition(":")[0]
-    path = after.partition("#")[0].partition("?")[0]
-    query = parse_qs(after.partition("#")[0].partition("?")[2])
-    given = {name: values[0] for name, values in query.items() if values}
+    given = {name: values[0] for name, values in parse_qs(query).items() if values}
     user = user or given.get("user", "")
     if not host and "host" in given:
         host = given["host"] + (f":{given['port']}" if "port" in given else "")

@@ -91,6 +91,60 @@ def test_the_repr_names_the_place_given_in_the_query_never_its_password() -> Non
     assert repr(db) == "<Database postgresql [::1]:5432/class>"
 
 
+# ------------------------------------------- review-29 fault 4: an '@' in the query
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["application_name=ms.lee@lab", "sslmode=verify-full&sslrootcert=/home/j@school/root.crt"],
+    ids=["application-name", "sslrootcert-path"],
+)
+def test_an_at_sign_in_a_query_value_is_taken_as_libpq_reads_it(
+    query: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An '@' in a query value (``application_name=ms.lee@lab``) is that value to libpq,
+    yet the URL was refused, saying its password was wrongly written. It is taken: the
+    userinfo is split off at the last '@' of the authority (up to the first '/', '?' or
+    '#'), the repr names libpq's user, host and database, and a driver error masks the
+    password (``Spr%zzing``, a bad percent-encoding libpq quotes whole)."""
+    url = f"postgresql://alice:Spr%zzing@127.0.0.1:1/class?{query}"
+    db = Database(url)
+    assert repr(db) == "<Database postgresql alice@127.0.0.1:1/class>"
+    psycopg = pytest.importorskip("psycopg")
+    read = psycopg.conninfo.conninfo_to_dict(url.replace("%zz", "%25zz"))
+    assert (read["user"], read["host"], read["dbname"]) == ("alice", "127.0.0.1", "class")
+    with pytest.raises(ServeError) as failed:
+        db.migrate()
+    said = str(failed.value)
+    assert "cannot open the database <Database postgresql alice@127.0.0.1:1/class>" in said
+    assert "Spr" not in said and "zzing" not in said, said
+    code, out, err = run(capsys, "--database", url, "tasks")
+    assert code != 0 and "alice@127.0.0.1:1/class" in err, err
+    assert "Spr" not in out + err and "zzing" not in out + err, err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1:1?application_name=ms.lee@lab",
+        "postgresql://alice:2024/Spring?c=x@127.0.0.1:1/class",
+        "postgresql://alice:2024/Spring#4711@127.0.0.1:1/class",
+        "postgresql://alice:Spring?4711@127.0.0.1:1/class?application_name=ms.lee@lab",
+    ],
+    ids=["no-path-before-the-query", "slash-and-no-keyword", "slash-and-hash", "question-mark"],
+)
+def test_an_at_sign_libpq_and_a_url_parser_read_apart_is_refused(url: str) -> None:
+    """Where libpq (its userinfo ends at the first '@' before any '/') and the URL's
+    parts disagree, or the '@' may end a password holding a '/', the URL is refused
+    without showing it, saying to percent-encode: ``postgresql://HOST?application_name=
+    a@b`` is user ``HOST?application_name=a`` to libpq."""
+    with pytest.raises(GenwidgetsError) as refused:
+        Database(url)
+    said = str(refused.value)
+    assert "percent-encode" in said and "%40" in said, said
+    assert "Spr" not in said and "4711" not in said and "ms.lee" not in said, said
+
+
 # ---------------------------------------------------------------- fault 4: conninfo
 
 
@@ -140,23 +194,24 @@ def test_a_conninfo_is_refused_even_where_an_older_version_made_its_file(
 
 @pytest.mark.parametrize(
     "text",
-    ["class copy=2.db", "mode=ro user-list.db", "secret=hunter2"],
-    ids=["equals-and-space", "equals-and-space-2", "a-pair-with-no-space"],
+    ["copy=2 mode=ro", "secret=hunter2  realm='class one'", "my password=hunter2.db"],
+    ids=["pairs", "pairs-quoted", "a-password-pair"],
 )
-def test_a_database_text_with_equals_and_spaces_that_names_no_file_is_refused(
+def test_a_database_text_of_key_value_pairs_that_names_no_file_is_refused(
     text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A text with '=' and a space that is no file here is no SQLite path anyone means:
-    refused in words, the text not repeated (it may hold a password), no file made.
-    The same text naming a file that is there is that file."""
+    """A text wholly of ``word=value`` pairs (or holding a ``password=``) that is no file
+    here is a connection string, no SQLite path anyone means: refused in words, the
+    text not repeated (it may hold a password), naming the way to a file by that name
+    (sqlite:///PATH), no file made. The same text naming a file that is there is that
+    file."""
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, "--database", text, "groups", "class")
-    if " " not in text:  # one pair, no known keyword, no space: a file name
-        assert code == 0 and (tmp_path / text).exists(), err
-        return
     assert code == 2 and "SQLite file" in err and "postgresql://" in err, err
-    assert text not in err and list(tmp_path.iterdir()) == []
-    Database(tmp_path / text).migrate()
+    assert "give it as sqlite:///PATH" in err, err
+    assert text not in err and "hunter2" not in err and list(tmp_path.iterdir()) == []
+    code, _, err = run(capsys, "--database", f"sqlite:///{text}", "groups", "class")
+    assert code == 0 and (tmp_path / text).exists(), err
     assert Database(text).path == Path(text)
     code, _, err = run(capsys, "--database", text, "groups", "class")
     assert code == 0, err
@@ -164,21 +219,52 @@ def test_a_database_text_with_equals_and_spaces_that_names_no_file_is_refused(
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "mysql://alice:hunter2@127.0.0.1/class",
-        "POSTGRESQL://alice:hunter2@127.0.0.1/class",
-        "sqlite://class.db",
-    ],
-    ids=["another-kind", "upper-case-scheme", "sqlite-two-slashes"],
+    ["runs lr=0.1.db", "class copy=2.db", "mode=ro user-list.db", "secret=hunter2"],
+    ids=["equals-and-space", "equals-and-space-2", "a-word-not-a-pair", "one-pair"],
 )
-def test_a_url_of_another_form_is_refused_not_made_a_folder(
+def test_a_new_sqlite_file_named_with_equals_and_a_space_is_that_file(
     text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A new file whose name holds '=' and a space (``runs lr=0.1.db``) was refused as
+    if it were a connection string, though the same name was taken once the file was
+    there: a text that is not wholly ``word=value word=value`` pairs is a file's name
+    (review-29, fault 5)."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "--database", text, "groups", "class")
+    assert code == 0 and (tmp_path / text).is_file(), err
+    assert Database(text).path == Path(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "says", "not_said"),
+    [
+        ("mysql://alice:hunter2@127.0.0.1/class", "not a mysql:// URL", "lower case"),
+        (
+            "POSTGRESQL://alice:hunter2@127.0.0.1/class",
+            "its scheme written in lower case (postgresql://)",
+            "three slashes",
+        ),
+        ("sqlite://class.db", "three slashes: sqlite:///class.db", "lower case"),
+        ("SQLite:///class.db", "in lower case: sqlite:///class.db", "three slashes:"),
+    ],
+    ids=["another-kind", "upper-case-scheme", "sqlite-two-slashes", "sqlite-upper-case"],
+)
+def test_a_url_of_another_form_is_refused_saying_what_is_wrong(
+    text: str,
+    says: str,
+    not_said: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Any ``scheme://`` but postgresql://, postgres:// and sqlite:///PATH was a SQLite
-    path: ``POSTGRESQL://alice:pw@host/db`` made the folders ``POSTGRESQL:/alice:pw@host``."""
+    path: ``POSTGRESQL://alice:pw@host/db`` made the folders ``POSTGRESQL:/alice:pw@host``.
+    The refusal says what is wrong: ``sqlite://class.db`` was told to write its scheme
+    "in lower case", which it was; it lacks a slash (review-29, fault 5)."""
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "--database", text, "groups", "class")
     assert code == 2 and "sqlite:///PATH" in err and "postgresql://" in err, err
+    assert says in err and not_said not in err, err
     assert "hunter2" not in out + err and list(tmp_path.iterdir()) == []
     assert Database(f"sqlite:///{tmp_path / 'a b=c.db'}").path == tmp_path / "a b=c.db"
 

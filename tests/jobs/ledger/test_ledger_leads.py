@@ -281,3 +281,37 @@ def test_a_create_in_flight_when_its_ledger_is_set_aside_keeps_its_paid_task(
         (1, "paid-1", "submitted"),
         (2, "paid-2", "submitted"),
     ]
+
+
+@pytest.mark.parametrize("outcome", ["paid", "unknown"])
+def test_a_create_whose_own_outcome_write_finds_its_ledger_damaged_keeps_its_row(
+    tmp_path: Path, outcome: str
+) -> None:
+    """The create in flight's own outcome write (its handle, or "outcome unknown": sent,
+    no answer, maybe paid) is the write that finds the file damaged: the file is set
+    aside and the write tried again in a fresh one, but the failed first try had
+    forgotten the create's intent, so the retry found "no ledger row 1" and the task was
+    in no row of any file (review-29). The retry makes its intent again there."""
+    path = tmp_path / "ledger.sqlite3"
+    with (
+        pytest.warns(LedgerWarning, match="is damaged .* moved to"),
+        Ledger(path, intent_wait=30) as led,
+    ):
+        first = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        assert first > 0 and led.flush(30)
+        damage_root_page(path, "tasks")  # under the open ledger, its create in flight
+        if outcome == "paid":
+            written = led.writes.record_handle(
+                first, Handle.from_body(ENDPOINT, {"request_id": "paid-1"}, GATEWAY)
+            )
+        else:
+            written = led.writes.record_create_failed(
+                first, "sent, no answer: a task may exist", created_nothing=False
+            )
+        written.result(timeout=30)
+        assert led.flush(30) and led.set_aside is not None
+        assert not led.writes.sending(first)  # settled once its outcome is written
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    want = ("paid-1", "submitted") if outcome == "paid" else (None, "outcome_unknown")
+    assert [(json.loads(p)["n"], r, s) for p, r, s in rows] == [(1, *want)]

@@ -237,6 +237,24 @@ class LedgerWrites:
             return None
         return _insert(conn, *made)
 
+    def in_flight(self, row: int) -> dict[str, Any] | None:
+        """The intent of the create in flight on row ``row``, as a handle's or failed
+        create's note carries it (None: none of this process's is): a pending note
+        whose row went with a damaged file set aside makes its intent again from it
+        (``file.merge_notes``)."""
+        made = self._in_flight.get(row)
+        if made is None:
+            return None
+        gateway, endpoint, payload, at, tag, key = made
+        return {
+            "intent_at": at,
+            "intent_endpoint": endpoint,
+            "intent_gateway": hide_userinfo(gateway),
+            "intent_payload": payload,
+            "intent_tag": tag,
+            "intent_key": key,
+        }
+
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
         return (self._key, row_id) in SENDING

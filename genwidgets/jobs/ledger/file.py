@@ -135,7 +135,9 @@ def _unchanged(now: os.stat_result, seen: os.stat_result) -> bool:
     return all(getattr(now, name) == getattr(seen, name) for name in fields)
 
 
-def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
+def merge_notes(
+    notes: list[Note], unplaced: list[Note] | None = None
+) -> Callable[[sqlite3.Connection], int]:
     """The write recording ``notes`` a process left in the pending file: an intent not
     on disk becomes its row (read as ``outcome_unknown`` once its process is gone), a
     handle makes its row ``submitted`` (resume() follows it), a failed create makes its
@@ -144,29 +146,46 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
     recorded. Intents are found by :func:`_of_process`: two processes' held creates
     in one file (both ticket -1) each get their paid task on their own row. The file is
     read once (:class:`_OnDisk`): a pending file of thousands of notes merges in time
-    linear in the notes and rows, not one scan of the table per note."""
+    linear in the notes and rows, not one scan of the table per note.
+
+    A handle's or failed create's note whose row is not here (its file was set aside
+    since) makes its intent again from what it carries of it (``intent_*``, see
+    ``LedgerWrites.in_flight``); one that carries too little is appended to ``unplaced``,
+    and its pending file is kept (review-29: dropped, a paid task was in no row)."""
 
     def merge(conn: sqlite3.Connection) -> int:
         rows: dict[tuple[Any, Any, int], int] = {}  # an intent's _of_process -> its row here
         on_disk = _OnDisk(conn, notes)
+        if unplaced is not None:
+            unplaced.clear()  # this try's alone: a try the writer makes again starts anew
 
-        def row_of(note: Note, placed: int) -> int:
+        def row_of(note: Note, placed: int) -> int | None:
             """The row here of a handle's or failed create's ``placed``: a row id on
             disk, or a ticket of its process (no row has a negative id), found by the
             intent's note in these notes, else by what the note says of its intent
             (``intent_at``, ``intent_endpoint``): an earlier merge may have recorded
-            that intent's note and removed its file."""
+            that intent's note and removed its file. A note carrying its whole intent
+            (its row's create was in flight) is placed by it alone, made again when it is
+            not here: the row id may be of a file set aside. None: in no row here."""
             found = rows.get(_of_process(note, placed))
             at, endpoint = note.get("intent_at"), note.get("intent_endpoint")
             if (
                 found is None
-                and placed < 0
                 and isinstance(at, (int, float))
                 and not isinstance(at, bool)
                 and isinstance(endpoint, str)
             ):
                 found = on_disk.intent_row(note.get("host"), note.get("pid"), at, endpoint)
+                if found is None and _carries_intent(note):
+                    intent = (note["host"], note["pid"], at, endpoint)
+                    found = on_disk.inserted(intent, _insert_intent(conn, _intent_of(note)))
+            if found is None and (placed < 0 or _carries_intent(note)):
+                return None
             return placed if found is None else found
+
+        def not_placed(note: Note) -> None:
+            if unplaced is not None:
+                unplaced.append(note)
 
         recorded = 0
         for note in notes:
@@ -182,6 +201,9 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                     for url in (note.get(n) for n in ("status_url", "response_url", "cancel_url"))
                 ]
                 row = row_of(note, note["row"])
+                if row is None:
+                    not_placed(note)
+                    continue
                 changed = conn.execute(
                     "UPDATE tasks SET request_id = ?, state = ?, status_url = ?, "
                     "response_url = ?, cancel_url = ?, handle_at = ?, updated_at = ? "
@@ -198,9 +220,16 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                 ).rowcount
                 if changed:
                     on_disk.recorded(note["request_id"], note["endpoint"])
+                else:
+                    not_placed(note)  # its row is gone or holds another task
                 recorded += changed
             elif "failed" in note:  # only the row of an intent of the note's own process
                 nothing, at = note["created_nothing"], note["at"]
+                failed = row_of(note, note["failed"])
+                if failed is None:
+                    if not nothing:  # maybe paid: never dropped (one made nothing: nothing lost)
+                        not_placed(note)
+                    continue
                 recorded += conn.execute(
                     "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
                     "WHERE id = ? AND request_id IS NULL AND state = ? AND pid = ? AND host = ?",
@@ -209,7 +238,7 @@ def merge_notes(notes: list[Note]) -> Callable[[sqlite3.Connection], int]:
                         note["error"],
                         at,
                         at if nothing else None,
-                        row_of(note, note["failed"]),
+                        failed,
                         SUBMITTING,
                         note["pid"],
                         note["host"],
@@ -293,6 +322,32 @@ def _intent_row(
         (host, pid, at, endpoint),
     ).fetchone()
     return None if found is None else int(found[0])
+
+
+def _carries_intent(note: Note) -> bool:
+    """Whether a handle's or failed create's note carries its whole intent (its row's
+    create was in flight when it was kept: ``LedgerWrites.in_flight``)."""
+    return (
+        isinstance(note.get("intent_gateway"), str)
+        and isinstance(note.get("intent_payload"), str)
+        and isinstance(note.get("host"), str)
+        and isinstance(note.get("pid"), int)
+    )
+
+
+def _intent_of(note: Note) -> Note:
+    """The intent note a handle's or failed create's note carries (see :func:`_carries_intent`)."""
+    tag = note.get("intent_tag")
+    return {
+        "gateway": note["intent_gateway"],
+        "endpoint": note["intent_endpoint"],
+        "payload": note["intent_payload"],
+        "pid": note["pid"],
+        "host": note["host"],
+        "at": note["intent_at"],
+        "tag": tag if isinstance(tag, str) else None,
+        "key": note.get("intent_key"),
+    }
 
 
 def _insert_intent(conn: sqlite3.Connection, note: Note) -> int:
@@ -894,7 +949,7 @@ class LedgerFile:
         """The handle notes in :attr:`pending_path`: created tasks a process kept there
         (it may still run: it keeps them as they are held), not in the file until a
         write records them. Each with the ``gateway`` of its intent's note when that is
-        there too (its intent was held as well)."""
+        there too (its intent was held as well), or of the intent it carries."""
         try:
             notes = _notes(self.pending_path.read_bytes())
         except OSError:
@@ -902,8 +957,8 @@ class LedgerFile:
         gateways = {_of_process(n, n["ticket"]): n.get("gateway") for n in notes if "ticket" in n}
         handles = [note for note in notes if "row" in note]
         for note in handles:
-            found = gateways.get(_of_process(note, note["row"]))
-            if found is not None:
+            found = gateways.get(_of_process(note, note["row"]), note.get("intent_gateway"))
+            if isinstance(found, str):  # its intent's note's, or the intent it carries
                 note.setdefault("gateway", found)
         return handles
 
@@ -921,6 +976,8 @@ class LedgerFile:
         except OSError:
             return  # none (the usual case), or unreadable: left where it is
 
+        unplaced: list[Note] = []
+
         def written(future: concurrent.futures.Future[int]) -> None:
             if future.exception() is not None:
                 log.warning(
@@ -935,6 +992,20 @@ class LedgerFile:
                 future.result(),
                 self.pending_path,
             )
+            if unplaced:  # never removed with a task it names in no row here
+                tasks = ", ".join(
+                    str(n.get("request_id") or f"a create of unknown outcome, row {n['failed']}")
+                    for n in unplaced
+                )
+                log.warning(
+                    "genwidgets: %d note(s) in %s name a row this ledger does not have and "
+                    "too little of their create to make it again (%s); the file is kept "
+                    "as it is, and `genwidgets history` lists the tasks it holds",
+                    len(unplaced),
+                    self.pending_path,
+                    redact(tasks),
+                )
+                return
             try:  # for writing, as appenders open it: some network locks need that
                 fd = os.open(self.pending_path, os.O_RDWR)
             except OSError:
@@ -950,7 +1021,7 @@ class LedgerFile:
             finally:
                 os.close(fd)  # releases the lock
 
-        put(merge_notes(notes)).add_done_callback(written)
+        put(merge_notes(notes, unplaced)).add_done_callback(written)
 
     def on_fault(self, exc: sqlite3.Error) -> FaultAction:
         """A write failed for a reason other than a busy file (writer thread).

@@ -165,7 +165,10 @@ class Ledger:
         row of an intent ticket already on disk (a handle's, a failed create's). A ticket
         with no row here yet comes with its intent's time and endpoint: another process
         may have recorded that intent from its own note (and removed that file), and
-        finds the row by them (review-21: the paid task was in no row after ``kill -9``)."""
+        finds the row by them (review-21: the paid task was in no row after ``kill -9``).
+        A row of a create in flight comes with its whole intent: a damaged file set aside
+        since took that row with it, and the next open makes the intent again from the
+        note (review-29: the note named a row the fresh file never had, and was dropped)."""
         note.update(pid=os.getpid(), host=HOST)
         for placed in ("row", "failed"):
             if placed in note:
@@ -173,6 +176,9 @@ class Ledger:
                 intent = self.writes.intent_of(note[placed]) if note[placed] < 0 else None
                 if intent is not None:
                     note["intent_at"], note["intent_endpoint"] = intent
+                made = self.writes.in_flight(note[placed]) if note[placed] > 0 else None
+                if made is not None:
+                    note.update(made)
         return note
 
     def _left_behind(self, notes: list[Note], unwritten: int) -> None:

@@ -30,6 +30,7 @@ from ..._workers import Work, Workers
 from ...errors import LedgerError
 
 __all__ = [
+    "Ended",
     "FaultAction",
     "LeftBehind",
     "Note",
@@ -121,8 +122,12 @@ def _settled(value: bool) -> concurrent.futures.Future[bool]:
 
 _live: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _NOTHING: Any = object()  # the queue had nothing before the idle work was due
-#: a write, the future its caller holds (None: nobody waits any more) and its note
-_Item = tuple[Op | None, concurrent.futures.Future[Any] | None, Note | None] | None
+#: told, on the writer's thread, whether a write reached the file once it ended for good
+#: (committed, given up or left behind), never after a try the writer makes again
+Ended = Callable[[bool], None]
+#: a write, the future its caller holds (None: nobody waits any more), its note and
+#: what is told when it ends
+_Item = tuple[Op | None, concurrent.futures.Future[Any] | None, Note | None, Ended | None] | None
 
 
 @atexit.register
@@ -180,9 +185,14 @@ class WriteQueue:
         self._lock = threading.Lock()
         self._thread: _Thread | None = None
 
-    def put(self, op: Op | None, note: Note | None = None) -> concurrent.futures.Future[Any]:
+    def put(
+        self, op: Op | None, note: Note | None = None, *, ended: Ended | None = None
+    ) -> concurrent.futures.Future[Any]:
         """Queue ``op`` (None: only open the file); its future holds what it returned
-        or the error that ended it. ``note`` says what it records, for ``left_behind``.
+        or the error that ended it. ``note`` says what it records, for ``left_behind``;
+        ``ended`` is told whether it reached the file once it ends for good: a try that
+        fails and is made again (a fresh file, a disk fault) does not end it, so what
+        the write needs to be made again is kept until then (review-29).
 
         While the file cannot be written (a write is kept), the future holds that error
         at once and ``op`` is kept behind the others, tried when they are written."""
@@ -193,7 +203,7 @@ class WriteQueue:
                 thread = self._thread = _Thread(self)
                 _live.add(self)
             fault = thread.fault
-            thread.jobs.put((op, None if fault is not None else future, note))
+            thread.jobs.put((op, None if fault is not None else future, note, ended))
             if note is not None and self.keep_held is not None:
                 thread.watch_notes()
         if fault is not None:
@@ -470,7 +480,7 @@ class _Thread(threading.Thread):
                 self.ended = True
                 self.noted.set()
                 return
-            op, future, self.writing_note = item
+            op, future, self.writing_note, ended = item
             if self.writing_since is None:  # else held since the idle work met the lock
                 self.writing_since = time.monotonic()
             applied = False
@@ -484,6 +494,11 @@ class _Thread(threading.Thread):
                 self.writing_since = None
                 if note is not None:
                     self.tell_safe([note], applied)
+                if ended is not None:
+                    try:
+                        ended(applied)
+                    except Exception:  # never the writer's end: logged
+                        log.exception("genwidgets: settling a ledger write failed")
                 self.jobs.task_done()
 
     def _open(self) -> sqlite3.Connection:

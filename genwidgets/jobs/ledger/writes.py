@@ -219,6 +219,14 @@ class LedgerWrites:
         SENDING.discard((self._key, row_id))
         self._in_flight.pop(row_id, None)
 
+    def _settled_when_ended(self, ticket: int) -> Callable[[bool], None]:
+        """What settles the create of ``ticket`` (an intent ticket or row id) once its
+        outcome write has ended for good (``WriteQueue.put``'s ``ended``). Not at the end
+        of a try: the try that finds the file damaged is made again in a fresh file,
+        where only the intent kept in flight makes the create's row again; settled by
+        that first try, the paid task was in no row (review-29)."""
+        return lambda _applied: self._settle(self.row_of(ticket))
+
     def _made_again(self, conn: sqlite3.Connection, row: int) -> int | None:
         """The row of a create in flight made again from its intent when row ``row`` is
         not in the file (a damaged file set aside since: its fresh one numbers past it,
@@ -228,6 +236,24 @@ class LedgerWrites:
         if made is None or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
             return None
         return _insert(conn, *made)
+
+    def in_flight(self, row: int) -> dict[str, Any] | None:
+        """The intent of the create in flight on row ``row``, as a handle's or failed
+        create's note carries it (None: none of this process's is): a pending note
+        whose row went with a damaged file set aside makes its intent again from it
+        (``file.merge_notes``)."""
+        made = self._in_flight.get(row)
+        if made is None:
+            return None
+        gateway, endpoint, payload, at, tag, key = made
+        return {
+            "intent_at": at,
+            "intent_endpoint": endpoint,
+            "intent_gateway": hide_userinfo(gateway),
+            "intent_payload": payload,
+            "intent_tag": tag,
+            "intent_key": key,
+        }
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
@@ -411,19 +437,17 @@ class LedgerWrites:
 
         def update(conn: sqlite3.Connection) -> None:
             row = self.row_of(row_id)
-            try:
-                if not _set_handle(conn, row, handle, now, owner):
-                    again = self._made_again(conn, row)
-                    if again is None or not _set_handle(conn, again, handle, now, owner):
-                        raise LedgerError(f"no ledger row {row} in {self._file.path}")
-                heartbeat(conn, owner, now)
-            finally:
-                self._settle(row)
+            if not _set_handle(conn, row, handle, now, owner):
+                again = self._made_again(conn, row)
+                if again is None or not _set_handle(conn, again, handle, now, owner):
+                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
+            heartbeat(conn, owner, now)
 
         urls = ("status_url", "response_url", "cancel_url")  # as _set_handle keeps them
         note: dict[str, Any] = {name: hide_userinfo(redact(getattr(handle, name))) for name in urls}
         note.update(row=row_id, request_id=handle.request_id, endpoint=handle.endpoint, at=now)
-        return self._file.log_if_failed("the task handle", self._queue.put(update, note))
+        written = self._queue.put(update, note, ended=self._settled_when_ended(row_id))
+        return self._file.log_if_failed("the task handle", written)
 
     def record_gateway_name(self, gateway: str) -> concurrent.futures.Future[int] | None:
         """Rows that name ``gateway`` (a normal address: ``_config.normal_base_url``)
@@ -475,23 +499,21 @@ class LedgerWrites:
             row = self.row_of(row_id)
             ended = "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
             values = (state, text, now, now if created_nothing else None)
-            try:
-                changed = conn.execute(
-                    ended + "WHERE id = ? AND request_id IS NULL", (*values, row)
-                ).rowcount
-                if not changed:
-                    again = self._made_again(conn, row)
-                    if again is not None:
-                        conn.execute(ended + "WHERE id = ?", (*values, again))
-                    elif not conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
-                        raise LedgerError(f"no ledger row {row} in {self._file.path}")
-            finally:
-                self._settle(row)
+            changed = conn.execute(
+                ended + "WHERE id = ? AND request_id IS NULL", (*values, row)
+            ).rowcount
+            if not changed:
+                again = self._made_again(conn, row)
+                if again is not None:
+                    conn.execute(ended + "WHERE id = ?", (*values, again))
+                elif not conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
+                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
 
         # kept in the pending file if a lock keeps it out at exit: merged, a create known
         # to have made nothing reads "not created", not "outcome unknown"
         note = {"failed": row_id, "error": text, "created_nothing": created_nothing, "at": now}
-        return self._file.log_if_failed("the failed create", self._queue.put(update, note))
+        written = self._queue.put(update, note, ended=self._settled_when_ended(row_id))
+        return self._file.log_if_failed("the failed create", written)
 
     def record_attach(
         self,

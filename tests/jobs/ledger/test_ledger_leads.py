@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from reliability.harness import damage_root_page, wait_until
 
+import genwidgets
 from genwidgets.errors import LedgerWarning
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.jobs.ledger.file import merge_notes
@@ -281,3 +286,137 @@ def test_a_create_in_flight_when_its_ledger_is_set_aside_keeps_its_paid_task(
         (1, "paid-1", "submitted"),
         (2, "paid-2", "submitted"),
     ]
+
+
+@pytest.mark.parametrize("outcome", ["paid", "unknown"])
+def test_a_create_whose_own_outcome_write_finds_its_ledger_damaged_keeps_its_row(
+    tmp_path: Path, outcome: str
+) -> None:
+    """The create in flight's own outcome write (its handle, or "outcome unknown": sent,
+    no answer, maybe paid) is the write that finds the file damaged: the file is set
+    aside and the write tried again in a fresh one, but the failed first try had
+    forgotten the create's intent, so the retry found "no ledger row 1" and the task was
+    in no row of any file (review-29). The retry makes its intent again there."""
+    path = tmp_path / "ledger.sqlite3"
+    with (
+        pytest.warns(LedgerWarning, match="is damaged .* moved to"),
+        Ledger(path, intent_wait=30) as led,
+    ):
+        first = led.writes.record_intent(gateway=GATEWAY, endpoint=ENDPOINT, payload={"n": 1})
+        assert first > 0 and led.flush(30)
+        damage_root_page(path, "tasks")  # under the open ledger, its create in flight
+        if outcome == "paid":
+            written = led.writes.record_handle(
+                first, Handle.from_body(ENDPOINT, {"request_id": "paid-1"}, GATEWAY)
+            )
+        else:
+            written = led.writes.record_create_failed(
+                first, "sent, no answer: a task may exist", created_nothing=False
+            )
+        written.result(timeout=30)
+        assert led.flush(30) and led.set_aside is not None
+        assert not led.writes.sending(first)  # settled once its outcome is written
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    want = ("paid-1", "submitted") if outcome == "paid" else (None, "outcome_unknown")
+    assert [(json.loads(p)["n"], r, s) for p, r, s in rows] == [(1, *want)]
+
+
+#: a kernel whose ledger is set aside under its create in flight (row 1), then held by a
+#: lock past ``busy_timeout``: the create's handle is kept beside the file as a note, and
+#: the kernel waits to be killed
+SETS_ASIDE_THEN_KEEPS_A_HANDLE = textwrap.dedent(
+    """
+    import sqlite3, sys, warnings
+    from pathlib import Path
+    from reliability.harness import damage_root_page
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    warnings.simplefilter("ignore")
+    path = Path(sys.argv[1])
+    led = Ledger(path, intent_wait=30, busy_timeout=0.2)
+    first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
+    assert first == 1 and led.flush(30)
+    damage_root_page(path, "tasks")  # the disk fails, its create in flight
+    led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
+    assert led.flush(30) and led.set_aside is not None
+    other = sqlite3.connect(path, isolation_level=None)  # a lock held past busy_timeout
+    other.execute("BEGIN EXCLUSIVE")
+    led.writes.record_handle(first, Handle.from_body("asset-get", {"request_id": "paid-1"}, "http://gw"))
+    print("answered", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_handle_kept_as_a_note_after_its_ledger_was_set_aside_survives_kill_9(
+    tmp_path: Path,
+) -> None:
+    """A create in flight when its damaged ledger was set aside; its handle, held by a
+    lock, kept beside the file as a note naming row 1 (of the file set aside), and the
+    kernel killed. The next open found no row 1 in the fresh file (it numbers past it),
+    merged nothing and removed the pending file: the paid task was in no row (review-29).
+    The note carries its intent, made again with the task on it."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    here = [str(Path(genwidgets.__file__).parents[1]), str(Path(__file__).parents[2])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(here)}
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", SETS_ASIDE_THEN_KEEPS_A_HANDLE, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert kernel.stdout is not None
+    try:
+        assert kernel.stdout.readline() == "answered\n"
+        wait_until(
+            lambda: pending.exists() and "paid-1" in pending.read_text(), 60, "the handle kept"
+        )
+        kernel.kill()  # SIGKILL: its writes never reach the file
+        kernel.wait(30)
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+    with Ledger(path) as fresh:
+        assert fresh.flush(30)
+        rows = sorted((r.payload["n"], r.request_id, r.state) for r in fresh.rows())
+    assert rows == [(1, "paid-1", "submitted"), (2, None, "outcome_unknown")]
+    assert not pending.exists()  # merged, so removed
+
+
+def test_a_note_naming_a_row_the_ledger_does_not_have_is_never_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Notes naming rows of a file set aside since: a create of unknown outcome (maybe
+    paid) carrying its intent gets that intent made again with its outcome; a handle
+    carrying too little to make its row keeps the pending file, and a warning says so
+    (both were merged into nothing and the file removed: the tasks in no row)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    where = {"pid": 4242, "host": "another-host"}
+    carried = {
+        "intent_at": 1_000_000.0,
+        "intent_endpoint": ENDPOINT,
+        "intent_gateway": GATEWAY,
+        "intent_payload": json.dumps({"n": 1}),
+        "intent_tag": None,
+        "intent_key": None,
+    }
+    unknown = {"failed": 7, "error": "no answer", "created_nothing": False, "at": 1_000_001.0}
+    bare = {"row": 8, "request_id": "paid-8", "endpoint": ENDPOINT, "at": 1_000_002.0}
+    notes = [{**unknown, **carried, **where}, {**bare, **where}]
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    with caplog.at_level(logging.INFO, logger="genwidgets"), Ledger(path) as led:
+        assert led.flush(30)
+        wait_until(lambda: any("paid-8" in r.getMessage() for r in caplog.records), 30, "said")
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, state, error, pid, host FROM tasks").fetchall()
+    assert [(json.loads(p), *rest) for p, *rest in rows] == [
+        ({"n": 1}, "outcome_unknown", "no answer", 4242, "another-host")
+    ]
+    assert pending.exists() and "paid-8" in pending.read_text()

@@ -506,7 +506,7 @@ def _not_known_yet(
     return say(args, out, said, EXIT_NOT_DONE)
 
 
-def _what_it_answered(exc: Exception) -> str:
+def _what_it_answered(exc: BaseException) -> str:
     """What the gateway did instead of saying a task's status: no answer in time is one
     case only (a timeout, as the transport raised it); an answer that broke off is none
     either; a 500, a 429 or an unreadable answer came at once and is said as such."""
@@ -545,10 +545,18 @@ ENDED_SIMULATOR = (
 )
 
 
-def _lost_contact_words(exc: Exception) -> str:
+def _lost_contact_words(exc: BaseException, status: Status | None = None) -> str:
+    """Contact lost with a task, said as what the gateway did; a task whose status said
+    it ended has ended, only its result was not read (never "it may still run")."""
+    if status is not None and status.done:
+        return (
+            f"its result could not be fetched: {_what_it_answered(exc)}, though it said "
+            f"{terminal_text(status.status)}: the task has ended and its outputs were not "
+            "read: genwidgets resume asks for them again, with no new create"
+        )
     return (
-        f"contact lost: the gateway did not answer ({error_words(exc)}); the task may still "
-        "run or be done: genwidgets resume follows it again, with no new create"
+        f"contact lost: {_what_it_answered(exc)}; the task may still run or be done: "
+        "genwidgets resume follows it again, with no new create"
     )
 
 
@@ -753,12 +761,14 @@ def _resumed(
             elif isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
                 error, record["result_missing"] = _result_missing_words(job.poll_error), True
                 del record["waits_again"]
+            elif job.last_status is not None and job.last_status.done and job.poll_error:
+                error = _lost_contact_words(job.poll_error, job.last_status)  # its result
         except GenwidgetsError as exc:
             error = error_words(exc)
             if isinstance(exc, ResultMissing):  # it answered: said, not "not yet"
                 error, record["result_missing"] = _result_missing_words(exc), True
             elif lost_contact(job) and isinstance(exc, _NO_CONTACT):
-                error, record["known"] = _lost_contact_words(exc), False
+                error, record["known"] = _lost_contact_words(exc, job.last_status), False
                 record["waits_again"] = True  # not yet, not failed: the next run follows it
             elif lost_contact(job) and isinstance(exc, GatewayError):  # it answered: refused
                 again = "genwidgets resume asks again"

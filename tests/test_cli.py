@@ -806,6 +806,41 @@ def test_status_says_a_timeout_is_no_answer_in_time(
     assert "answered with a failure" not in said
 
 
+class CompletedResultFails(OneTaskGateway):
+    """Task ``r1``, COMPLETED; its result address answers 500 every time."""
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/response"):
+            self.send_json({"detail": "internal error"}, code=500)
+        else:
+            self.send_json({"request_id": "r1", "status": "COMPLETED"})
+
+
+def test_resume_of_a_completed_task_whose_result_fails_says_it_ended(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gateway said COMPLETED and answers 500 to the result: ``resume`` said "not
+    finished within 2 s" (the wait ran out) or "contact lost: the gateway did not answer
+    (HTTP 500 ...); the task may still run" (its polls gave up) of a task that has ended.
+    It says the task ended and its result could not be fetched; not yet (75)."""
+    gateway = LoopbackServer(CompletedResultFails)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-five-hundred")
+    try:
+        with genwidgets.Client() as client:
+            client.submit("ep", {"prompt": "a heron"}, validate=False)
+        assert main(["resume", "--wait", "2", "--json"]) == cli.EXIT_NOT_YET
+    finally:
+        gateway.close()
+    [record] = json_out(capsys)
+    assert (record["status"], record["ok"]) == ("COMPLETED", False), record
+    error = record["error"]
+    assert error.startswith("its result could not be fetched: the gateway answered with a "), error
+    assert "HTTP 500: internal error" in error and "the task has ended" in error
+    assert "may still run" not in error and "not finished" not in error
+
+
 class QueuedTask(OneTaskGateway):
     """Task ``r1``, queued for ever."""
 
@@ -831,7 +866,7 @@ def test_resume_says_contact_was_lost_when_the_gateway_cannot_be_reached(
     [record] = json_out(capsys)
     assert (record["request_id"], record["ok"], record["known"]) == ("r1", False, False)
     assert record["waits_again"]
-    assert record["error"].startswith("contact lost: the gateway did not answer (")
+    assert record["error"].startswith("contact lost: the gateway could not be reached (")
     assert record["error"].endswith("genwidgets resume follows it again, with no new create")
     assert "could not connect to 127.0.0.1:" in record["error"]  # review 23, fault 9:
     assert "ConnectError" not in record["error"]  # not httpx's class name

@@ -592,6 +592,8 @@ def _refused_words(exc: GatewayError, again: str, status: Status | None = None) 
     command's words: what it refused, its detail, and what to do (``again``). A key
     refused says so; a result refused after a status that said the task ended says that,
     never "it may still run"."""
+    if exc.status_code is not None and 300 <= exc.status_code < 400:  # we did not follow
+        return f"{exc.message} (HTTP {exc.status_code}): the task may still run; {again}"
     if isinstance(exc, Unauthorized) or exc.status_code in (401, 403):
         return (
             f"the gateway refused this key ({_answer(exc)}): the task may still run; "

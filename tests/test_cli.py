@@ -841,6 +841,35 @@ def test_resume_of_a_completed_task_whose_result_fails_says_it_ended(
     assert "may still run" not in error and "not finished" not in error
 
 
+class StatusAway(OneTaskGateway):
+    """Task ``r1``, whose status address redirects to another origin."""
+
+    def do_GET(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", "http://198.51.100.7/elsewhere")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_status_redirected_to_another_origin_is_said_as_not_followed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A status ask redirected to another origin is not followed (the key stays home):
+    ``status`` said "the gateway refused to say how the task stands (HTTP 302: ...)",
+    though the gateway refused nothing; it says the redirect was not followed."""
+    gateway = LoopbackServer(StatusAway)
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-away")
+    try:
+        assert main(["status", "r1", "--endpoint", "ep"]) == 1
+    finally:
+        gateway.close()
+    said = capsys.readouterr().out
+    assert said.startswith("r1: the status request was redirected to another origin"), said
+    assert "not followed" in said and "refused" not in said
+
+
 class QueuedTask(OneTaskGateway):
     """Task ``r1``, queued for ever."""
 

@@ -21,6 +21,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -728,18 +729,30 @@ class GridStore(BatchStore):
 #: sweeps, the board, batches, scores and exports ask it):
 #: docs/decisions.md#who-owns-the-process-wide-state.
 _stores: dict[tuple[type[BatchStore], str], BatchStore] = {}
+#: the stores of clients with no ledger, which live and die with their client: keyed by
+#: ``id(client)`` they outlived it, and a later client given its id found a batch of
+#: another gateway there ("sent through the gateway ...")
+_memory_stores: weakref.WeakKeyDictionary[Any, dict[type[BatchStore], BatchStore]] = (
+    weakref.WeakKeyDictionary()
+)
 _stores_lock = threading.Lock()
 S = TypeVar("S", bound=BatchStore)
 
 
 def store_for(client: ClientLike, kind: type[S]) -> S:
     """The store of ``kind`` of a client's ledger file, one per file per process, made
-    here."""
+    here; a client with no ledger has its own, in memory, for as long as it lives."""
     ledger = client.ledger
-    key = str(Path(ledger.path).resolve()) if ledger is not None else f"memory:{id(client)}"
     with _stores_lock:
-        store = _stores.get((kind, key))
-        if store is None:
-            store = _stores[(kind, key)] = kind(client.ledger)
+        if ledger is None:
+            stores = _memory_stores.setdefault(client, {})
+            store = stores.get(kind)
+            if store is None:
+                store = stores[kind] = kind(None)
+        else:
+            key = (kind, str(Path(ledger.path).resolve()))
+            store = _stores.get(key)
+            if store is None:
+                store = _stores[key] = kind(ledger)
         assert isinstance(store, kind)
         return store

@@ -4,11 +4,14 @@ back when nothing was created; batches listed with their rows per state."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 
+import genwidgets as gw
 from genwidgets.jobs.ledger import Ledger
 from genwidgets.lab.batch_store import (
     _SCHEMA,
@@ -19,6 +22,7 @@ from genwidgets.lab.batch_store import (
     WAITING,
     BatchStore,
     RowUpdate,
+    store_for,
 )
 
 
@@ -198,3 +202,23 @@ def test_a_row_another_live_process_holds_is_never_written_over_by_a_copy(
     copy.settle("b", [RowUpdate(0, WAITING)])
     assert copy.rows("b")[0].state == WAITING
     copy.close()
+
+
+def test_a_client_with_no_ledger_has_its_own_store_for_as_long_as_it_lives() -> None:
+    """The store of a client with no ledger was kept under ``id(client)`` for ever: a
+    later client given that id (Python reuses them) found the batches of a client gone,
+    and one of the same rows was refused as "sent through the gateway" of the other
+    (met in a run of the batch tests). Each client has its own, gone with it."""
+    first = gw.Client("http://127.0.0.1:9", "key", ledger=False)
+    second = gw.Client("http://127.0.0.1:9", "key", ledger=False)
+    try:
+        store = store_for(first, BatchStore)
+        assert store_for(first, BatchStore) is store
+        assert store_for(second, BatchStore) is not store
+        kept = weakref.ref(store)
+    finally:
+        first.close()
+        second.close()
+    del first, store
+    gc.collect()
+    assert kept() is None

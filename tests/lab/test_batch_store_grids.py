@@ -15,7 +15,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -70,9 +69,16 @@ def set_request(store: GridStore, grid_id: str, index: int, request_id: str) -> 
     store.settle(grid_id, [RowUpdate(index, CREATED, request_id)])
 
 
+class Holding:
+    """What :func:`store_for` reads of a client: its ledger (a client with none has its
+    store for as long as it lives: it is weakly referenced, as a client is)."""
+
+    def __init__(self, ledger: Ledger | None) -> None:
+        self.ledger = ledger
+
+
 def holding(ledger: Ledger | None) -> ClientLike:
-    """What :func:`store_for` reads of a client: its ledger."""
-    return cast("ClientLike", SimpleNamespace(ledger=ledger))
+    return cast("ClientLike", Holding(ledger))
 
 
 class Counting:

@@ -149,6 +149,18 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE tasks ADD COLUMN cancel_from TEXT",
         ),
     ),
+    # when the latest of a task's cancels in flight was forwarded: a count older than a
+    # create may be sending is no cancel in flight (its server stopped before the answer,
+    # budgets.cancels_in_flight); a task an older version left cancelling (none counted,
+    # no state to go back to) is taken as asked from unknown by such a cancel
+    (
+        6,
+        (
+            "ALTER TABLE tasks ADD COLUMN cancel_sent_at DOUBLE PRECISION",
+            "UPDATE tasks SET cancel_from = 'unknown', cancels_out = 1 "
+            "WHERE state = 'cancelling' AND cancel_from IS NULL",
+        ),
+    ),
 )
 
 

@@ -536,8 +536,9 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             said = (
                 "nothing was cancelled, try again"
                 if undone
-                else "this cancel was not sent, but another cancel of the task was: it is "
-                "being cancelled"
+                # not undone: another is in flight now (stamped, not stale) or one was taken
+                else "this cancel was not sent, but an earlier cancel of the task is on its "
+                "way or may have reached the gateway: it is being cancelled"
             )
             return _failure(
                 502, "UPSTREAM_UNAVAILABLE", f"{_UPSTREAM_FAILED}{fault.message}; {said}"

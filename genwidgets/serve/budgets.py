@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,8 +47,10 @@ __all__ = [
     "ask_cancel",
     "caller_and_task",
     "cancel_answered",
+    "cancels_in_flight",
     "charge_of",
     "clear_hold",
+    "end_stale_cancels",
     "forgotten",
     "heard",
     "hold_creates",
@@ -442,7 +444,19 @@ SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the dem
 CancelWay = Literal["forward", "alone", "ended"]
 
 
-def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
+def cancels_in_flight(count: Any, sent_at: Any, now: float) -> int:
+    """A task's count of cancels forwarded and not answered, as in flight now: none once
+    the latest was forwarded :data:`STALE_SENDING` ago (a forward is one upstream send,
+    shorter than that: ``ServeConfig``), as its server stopped before the answer (a kill,
+    a crash) and nothing else ever decrements it (review-30 fault 3); none stamped (an
+    older version's count) likewise."""
+    fresh = sent_at is not None and float(sent_at) >= now - STALE_SENDING
+    return int(count) if fresh else 0
+
+
+def ask_cancel(
+    db: Database, task_id: str, *, now: float | None = None
+) -> tuple[CancelWay, str | None]:
     """A student's cancel: whether to forward it, and the state this cancel moved the
     task from (None when it moved nothing: a second cancel finds it ``cancelling``). A
     task that shares an upstream task with
@@ -451,14 +465,16 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
     runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
     it end meanwhile settles it cancelled, charged; asked again while ``cancelling`` (its
     first answer may never have come), it is forwarded again. Each forwarded cancel is
-    counted in flight with the task until :func:`cancel_answered`. Any other state has
+    counted in flight with the task until :func:`cancel_answered`, stamped when sent
+    (:func:`cancels_in_flight`). Any other state has
     ended here, a task cancelled alone too: never forwarded, or a second cancel would end
     the shared task after all (docs/decisions.md#serve-reservations)."""
-    now = time.time()
+    now = time.time() if now is None else now
 
     def work(tx: Tx) -> tuple[CancelWay, str | None]:
         row = tx.one(  # as a create that follows it takes this lock: none slips in after
-            "SELECT state, cached_from FROM tasks WHERE id = ? {lock}", (task_id,)
+            "SELECT state, cached_from, cancels_out, cancel_sent_at FROM tasks WHERE id = ? {lock}",
+            (task_id,),
         )
         followed = tx.one(
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
@@ -466,7 +482,11 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
             return "ended", None
         if row[0] == "cancelling":  # nobody follows a task being cancelled
-            tx.run("UPDATE tasks SET cancels_out = cancels_out + 1 WHERE id = ?", (task_id,))
+            out = cancels_in_flight(row[2], row[3], now)
+            tx.run(
+                "UPDATE tasks SET cancels_out = ?, cancel_sent_at = ? WHERE id = ?",
+                (out + 1, now, task_id),
+            )
             return "forward", None
         if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
@@ -476,15 +496,22 @@ def ask_cancel(db: Database, task_id: str) -> tuple[CancelWay, str | None]:
             return "alone", str(row[0])
         tx.run(
             "UPDATE tasks SET state = 'cancelling', cancel_from = ?, cancels_out = 1, "
-            "cancel_taken = 0 WHERE id = ?",
-            (row[0], task_id),
+            "cancel_taken = 0, cancel_sent_at = ? WHERE id = ?",
+            (row[0], now, task_id),
         )
         return "forward", str(row[0])
 
     return db.run(work)
 
 
-def cancel_answered(db: Database, task_id: str, *, taken: bool) -> bool:
+#: what :func:`cancel_answered` and :func:`end_stale_cancels` read of a task
+_CANCEL_ROW = (
+    "SELECT state, cancels_out, cancel_taken, cancel_from, failed_upstream, error, "
+    "cancel_sent_at FROM tasks WHERE id = ? {lock}"
+)
+
+
+def cancel_answered(db: Database, task_id: str, *, taken: bool, now: float | None = None) -> bool:
     """A forwarded cancel of the task came back: ``taken`` when upstream may have applied
     it (accepted, a 5xx, no answer once it may have left), else it never left or was
     refused. Only when no other cancel of the task is in flight and none was taken is
@@ -493,32 +520,57 @@ def cancel_answered(db: Database, task_id: str, *, taken: bool) -> bool:
     it, it is ``failed`` and given back: nothing was cancelled. Whether it was undone so
     (False: it stays asked, by this cancel or another). One transaction under the task's
     lock: a cancel accepted upstream holds whichever request sent it, and the one that
-    moved the task, failing after it, put back ``open`` (docs/decisions.md#serve-reservations)."""
+    moved the task, failing after it, put back ``open``. Cancels counted in flight but
+    stale (:func:`cancels_in_flight`) are not others in flight
+    (docs/decisions.md#serve-reservations)."""
+    now = time.time() if now is None else now
 
     def work(tx: Tx) -> bool:
-        row = tx.one(
-            "SELECT state, cancels_out, cancel_taken, cancel_from, failed_upstream, error "
-            "FROM tasks WHERE id = ? {lock}",
-            (task_id,),
-        )
+        row = tx.one(_CANCEL_ROW, (task_id,))
         if row is None:
             return False
-        out, held = max(0, int(row[1]) - 1), int(bool(row[2]) or taken)
+        out = max(0, cancels_in_flight(row[1], row[6], now) - 1)
+        held = int(bool(row[2]) or taken)
         tx.run(
             "UPDATE tasks SET cancels_out = ?, cancel_taken = ? WHERE id = ?",
             (out, held, task_id),
         )
-        if out or held:
-            return False
-        if row[0] == "cancelling" and row[3] is not None:
-            tx.run("UPDATE tasks SET state = ?, cancel_from = NULL WHERE id = ?", (row[3], task_id))
-            return True
-        if row[0] == "cancelled" and row[4]:
-            _give_back(tx, task_id, "failed", str(row[5] or ""), ("cancelled",))
-            return True
-        return False
+        return not (out or held) and _undo_cancel(tx, task_id, row)
 
     return db.run(work)
+
+
+def _undo_cancel(tx: Tx, task_id: str, row: Sequence[Any]) -> bool:
+    """No cancel of the task in flight and none taken (``row`` as :data:`_CANCEL_ROW`):
+    put back as the first cancel found it, or, ended on upstream's failure while being
+    cancelled, ``failed`` and given back. Whether it was undone."""
+    if row[0] == "cancelling" and row[3] is not None:
+        tx.run("UPDATE tasks SET state = ?, cancel_from = NULL WHERE id = ?", (row[3], task_id))
+        return True
+    if row[0] == "cancelled" and row[4]:
+        _give_back(tx, task_id, "failed", str(row[5] or ""), ("cancelled",))
+        return True
+    return False
+
+
+def end_stale_cancels(tx: Tx, now: float) -> None:
+    """Tasks whose cancels counted in flight are all stale (their server stopped before
+    the answers: :func:`cancels_in_flight`) are as if those were answered, not taken
+    (none is known to have left; a taken one is remembered as ``cancel_taken``): a task
+    still ``cancelling`` is put back, one settled ``cancelled`` on upstream's failure is
+    ``failed`` and given back. The sweep does it with no upstream needed."""
+    stale = tx.rows(
+        "SELECT id FROM tasks WHERE state IN ('cancelling', 'cancelled') AND cancels_out > 0 "
+        "AND (cancel_sent_at IS NULL OR cancel_sent_at < ?)",
+        (now - STALE_SENDING,),
+    )
+    for (task_id,) in stale:
+        row = tx.one(_CANCEL_ROW, (task_id,))
+        if row is None or cancels_in_flight(row[1], row[6], now):  # asked again meanwhile
+            continue
+        tx.run("UPDATE tasks SET cancels_out = 0 WHERE id = ?", (task_id,))
+        if not row[2]:
+            _undo_cancel(tx, task_id, row)
 
 
 def release(

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .._config import DEMO_KEY, Secret
+from .._config import DEMO_KEY, Secret, hide_userinfo
 from .._formats import spreadsheet_cell
 from .._html import Html, join, tag
 from ..errors import GenwidgetsError, PayloadError
@@ -536,8 +536,8 @@ def _existing(db: Database, args: argparse.Namespace) -> None:
     if db.path is None or command in _FIRST_COMMANDS or db.path.exists():
         return
     raise GenwidgetsError(
-        f"no class database at {db.path}: give --database (or {ENV_DATABASE}) as the "
-        "class's server has it"
+        f"no class database at {hide_userinfo(str(db.path))}: give --database (or "
+        f"{ENV_DATABASE}) as the class's server has it"
     )
 
 

@@ -84,6 +84,13 @@ _FORMS = (
     "(postgresql://USER:PASSWORD@HOST:PORT/DBNAME)"
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: a scheme --database knows, written with any slashes (``postgresql:/``, ``sqlite:``)
+_KNOWN_SCHEME = re.compile(r"(?i)(postgres|postgresql|sqlite):")
+#: a ``--database`` text with a space (or any blank) at an end, as the refusal says it
+_SPACED = (
+    "this text begins or ends with a space (it is not shown: it may hold a password): "
+    "give it without; a SQLite file whose name does: give it as sqlite:///PATH"
+)
 #: one ``keyword = value`` of a libpq conninfo, as libpq reads it (a value quoted, or
 #: up to the next space, with backslash escapes)
 _CONNINFO_PAIR = re.compile(r"\s*(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|(?!')(?:[^\s\\]|\\.)+)\s*")
@@ -142,6 +149,18 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE tasks ADD COLUMN cancel_from TEXT",
         ),
     ),
+    # when the latest of a task's cancels in flight was forwarded: a count older than a
+    # create may be sending is no cancel in flight (its server stopped before the answer,
+    # budgets.cancels_in_flight); a task an older version left cancelling (none counted,
+    # no state to go back to) is taken as asked from unknown by such a cancel
+    (
+        6,
+        (
+            "ALTER TABLE tasks ADD COLUMN cancel_sent_at DOUBLE PRECISION",
+            "UPDATE tasks SET cancel_from = 'unknown', cancels_out = 1 "
+            "WHERE state = 'cancelling' AND cancel_from IS NULL",
+        ),
+    ),
 )
 
 
@@ -188,6 +207,8 @@ class Database:
 
     def __init__(self, url: str | Path) -> None:
         text = str(url)
+        if isinstance(url, str) and text != text.strip():  # before the scheme is read
+            raise GenwidgetsError(f"{_FORMS}; {_SPACED}")
         self.postgres = text.startswith(("postgresql://", "postgres://"))
         if not self.postgres and isinstance(url, str):
             _refuse_no_sqlite_path(text)
@@ -401,7 +422,10 @@ def _refuse_no_sqlite_path(text: str) -> None:
     made the folders ``POSTGRESQL:/user:pw@host``), a libpq conninfo (``host=...
     password=... dbname=...`` served the class on a local file named with the password,
     review-28 fault 4), or a text wholly of ``word=value`` pairs, or holding a
-    ``password=``, that names no file here. Any other text is a file's name (``runs
+    ``password=``, that names no file here; ``postgres:``, ``postgresql:`` or ``sqlite:``
+    with the wrong slashes in any case, or a text with an '@' after a ':' that names no
+    file here (``postgresql:/alice:pw@host/db`` made the folders named with the
+    password, review-30 fault 2). Any other text is a file's name (``runs
     lr=0.1.db``, review-29 fault 5); ``sqlite:///PATH`` is always a path (``?mode=ro``
     at its end: read-only). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
@@ -409,6 +433,21 @@ def _refuse_no_sqlite_path(text: str) -> None:
     if _SCHEME.match(text):
         scheme, _, rest = text.partition("://")
         raise GenwidgetsError(f"{_FORMS}, not {_wrong_scheme(scheme, rest)}")
+    known = _KNOWN_SCHEME.match(text)
+    if known:  # postgresql:/USER:PW@HOST made the folders postgresql:/USER:PW@HOST
+        sqlite = known[1].lower() == "sqlite"
+        raise GenwidgetsError(
+            f"{_FORMS}, not a {'SQLite' if sqlite else 'PostgreSQL'} URL with the slashes "
+            "after its scheme missing (it is not shown: it may hold a password): "
+            + ("sqlite:///PATH has three" if sqlite else "postgresql://USER:... has two")
+        )
+    if "@" in text and ":" in text[: text.rfind("@")] and not Path(text).exists():
+        raise GenwidgetsError(
+            f"{_FORMS}; this text holds an '@' after a ':', as a URL's USER:PASSWORD@HOST "
+            "does, and names no file here (it is not shown: it may hold a password). A "
+            "PostgreSQL URL is written postgresql://USER:PASSWORD@HOST/DBNAME; a SQLite "
+            "file by this name: give it as sqlite:///PATH"
+        )
     pairs = _conninfo(text)
     if pairs and _LIBPQ_WORDS & {key for key, _ in pairs}:
         there = Path(text).exists()

@@ -24,6 +24,7 @@ from ..protocol.gate import GATE_CEILING
 from ..protocol.records import queue_url, says_rate_limited
 from .budgets import (
     STALE_SENDING,
+    end_stale_cancels,
     forgotten,
     heard,
     hold_creates,
@@ -104,7 +105,8 @@ def give_up_sending(tx: Tx, now: float) -> None:
     between reserving and upstream's answer) become ``unknown``: no upstream needed, so
     a sweep does it even while upstream's rate limit holds its status requests back, and
     so does the teacher's ``serve tasks --settle`` with no server running (the class is
-    over); the listing only shows them (``budgets.tasks_of``: ``stale``)."""
+    over); the listing only shows them (``budgets.tasks_of``: ``stale``). Cancels left in
+    flight by a stopped server are ended too (``budgets.end_stale_cancels``)."""
     stale = tx.rows(
         "SELECT id FROM tasks WHERE state = 'sending' AND created_at < ?",
         (now - STALE_SENDING,),
@@ -115,6 +117,7 @@ def give_up_sending(tx: Tx, now: float) -> None:
             ("the server stopped while sending this create", task_id),
         )
         update_followers(tx, task_id)
+    end_stale_cancels(tx, now)
 
 
 def _asked(db: Database, task_id: str) -> None:

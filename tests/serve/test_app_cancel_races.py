@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,10 @@ from serve_helpers import TEACHER_KEY
 
 from genwidgets.errors import ServeError
 from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budgets
+from genwidgets.serve import db as db_module
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_key
+from genwidgets.serve.sweep import give_up_sending
 from genwidgets.serve.usage import usage
 
 IMAGE = "genW2.5-t2i-preview"
@@ -194,3 +198,105 @@ def test_only_the_last_cancel_in_flight_none_taken_puts_the_task_back(
         second = budgets.cancel_answered(db, task_id, taken=taken == "second")
         assert second is (taken is None)
         assert budgets.task_state(db, task_id) == ("unknown" if taken is None else "cancelling")
+
+
+# ------------------------- review-30 fault 3: a cancel in flight when its server was killed
+
+
+def _restarted(db: Database) -> Database:
+    """The server killed and started again: its connections gone, the schema read anew."""
+    db.close()
+    again = Database(db.url)
+    again.migrate()
+    return again
+
+
+def _settle_stale(db: Database, now: float) -> None:
+    """What a sweep (or ``serve tasks --settle``) does with no upstream, at ``now``."""
+    db.run(partial(give_up_sending, now=now))
+
+
+def test_a_cancel_left_in_flight_by_a_killed_server_is_no_longer_counted_once_stale(
+    database: Database,
+) -> None:
+    """A server killed between forwarding a cancel and its answer left the count in flight
+    for good: a later cancel that never left could not put the task back, and the task
+    stayed ``cancelling`` (review-30, fault 3). A cancel in flight longer than a create
+    may be ``sending`` (:data:`~genwidgets.serve.budgets.STALE_SENDING`) is not in
+    flight: the next cancel counts only itself, and the sweep puts back a task whose only
+    cancels are stale."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    task = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+    budgets.move(db, task, "unknown", error="upstream answered 502")
+    assert budgets.ask_cancel(db, task) == ("forward", "unknown")
+    db = _restarted(db)  # its answer never came
+    later = time.time() + budgets.STALE_SENDING + 60
+    assert budgets.ask_cancel(db, task, now=later) == ("forward", None)
+    assert budgets.cancel_answered(db, task, taken=False, now=later)  # it never left
+    assert budgets.task_state(db, task) == "unknown"
+
+    other = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+    budgets.move(db, other, "open", upstream_id="up-1")
+    assert budgets.ask_cancel(db, other) == ("forward", "open")
+    db = _restarted(db)
+    _settle_stale(db, time.time())  # still in flight as far as anyone knows: kept
+    assert budgets.task_state(db, other) == "cancelling"
+    _settle_stale(db, time.time() + budgets.STALE_SENDING + 60)
+    assert budgets.task_state(db, other) == "open"
+    assert budgets.ask_cancel(db, other) == ("forward", "open")  # asked as a first again
+
+
+def test_a_task_failed_upstream_while_its_killed_servers_cancel_was_out_is_given_back(
+    database: Database,
+) -> None:
+    """A task upstream failed (not its cancel word) while a cancel a killed server sent
+    was out was settled ``cancelled`` and charged, and never given back: the cancel's
+    answer that would have found it failed never came. Once the cancel is stale the sweep
+    ends it ``failed`` and gives its cost back; one taken upstream keeps it charged."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    amounts = budgets.charge_of(IMAGE, ONE, {})
+    failed = {"request_id": "r1", "status": "FAILED", "error": "the model crashed"}
+    task = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+    budgets.move(db, task, "open", upstream_id="up-1")
+    assert budgets.ask_cancel(db, task) == ("forward", "open")
+    db = _restarted(db)
+    assert budgets.settle(db, task, failed)
+    assert budgets.task_state(db, task) == "cancelled" and spent(db, "alice")["tasks"] == 1
+    _settle_stale(db, time.time() + budgets.STALE_SENDING + 60)
+    assert budgets.task_state(db, task) == "failed" and not spent(db, "alice").get("tasks")
+
+    kept = budgets.reserve(db, "alice", IMAGE, amounts).task_id
+    budgets.move(db, kept, "open", upstream_id="up-2")
+    budgets.ask_cancel(db, kept)
+    budgets.ask_cancel(db, kept)
+    assert not budgets.cancel_answered(db, kept, taken=True)  # the other's answer: lost
+    db = _restarted(db)
+    assert budgets.settle(db, kept, failed)
+    _settle_stale(db, time.time() + budgets.STALE_SENDING + 60)
+    assert budgets.task_state(db, kept) == "cancelled" and spent(db, "alice")["tasks"] == 1
+
+
+def test_a_task_an_older_version_left_cancelling_is_settled_by_the_same_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task the schema-4 version left ``cancelling`` migrates with no cancel counted
+    and no state to go back to: a cancel then refused told the student another was sent,
+    and it stayed so for good. It is taken as asked from ``unknown`` (reserved, followed
+    by the sweep) by a cancel no longer in flight: a refused cancel puts it back."""
+    path = tmp_path / "class.db"
+    monkeypatch.setattr(db_module, "MIGRATIONS", db_module.MIGRATIONS[:4])
+    old = Database(path)
+    old.migrate()
+    add_key(old, "alice", {"tasks": 5})
+    task = budgets.reserve(old, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    old.run(lambda tx: tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task,)))
+    old.close()
+    monkeypatch.undo()
+    db = Database(path)
+    db.migrate()
+    assert budgets.ask_cancel(db, task) == ("forward", None)
+    assert budgets.cancel_answered(db, task, taken=False)  # refused: nothing cancelled
+    assert budgets.task_state(db, task) == "unknown"

@@ -324,3 +324,61 @@ def test_a_price_table_that_cannot_be_read_is_refused_in_words(
     assert "Errno" not in err and "Traceback" not in err and no_serving == [], err
     if not given.startswith("{"):
         assert "a JSON file of prices" in err, err
+
+
+# ------------------------------------------- review-30 fault 2: a PostgreSQL URL mistyped
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql:/alice:S3cretPw@db.school.example/class",
+        "postgresql:alice:S3cretPw@db.school.example/class",
+        "Postgres:/alice:S3cretPw@db.school.example/class",
+        " postgresql://alice:S3cretPw@db.school.example/class",
+        "postgresql://alice:S3cretPw@db.school.example/class ",
+        "sqlite:/alice:S3cretPw@class.db",
+        "alice:S3cretPw@db.school.example/class",
+    ],
+    ids=[
+        "one-slash",
+        "no-slash",
+        "postgres-any-case",
+        "space-before",
+        "space-after",
+        "sqlite-one-slash",
+        "no-scheme",
+    ],
+)
+@pytest.mark.parametrize("command", [("tasks",), ("keys", "add", "bob")])
+def test_a_postgresql_url_mistyped_is_refused_never_shown_and_makes_no_file(
+    text: str,
+    command: tuple[str, ...],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A PostgreSQL URL one slash short, with no slashes, or with a space before it was
+    a SQLite path: ``keys add`` made the folders ``postgresql:/alice:PW@host`` and a
+    class file of its own, and ``tasks`` printed the password in "no class database at
+    ..." (review-30, fault 2). Any ``postgres:``/``postgresql:``/``sqlite:`` that is not
+    a URL --database takes, a space at either end, or an '@' after a ':' naming no file
+    here, is refused in words that never repeat it, and nothing is made."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--database", text, *command)
+    assert code == 2 and "postgresql://" in err and "sqlite:///PATH" in err, err
+    assert "S3cretPw" not in out + err and "alice" not in out + err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_whose_name_holds_a_colon_and_an_at_sign_is_taken_once_it_is_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text with an '@' after a ':' is refused only while it names no file here: a
+    file so named, made through ``sqlite:///PATH``, is that file."""
+    monkeypatch.chdir(tmp_path)
+    name = "runs:2024@home.db"
+    code, _, err = run(capsys, "--database", f"sqlite:///{name}", "groups", "class")
+    assert code == 0 and (tmp_path / name).is_file(), err
+    code, _, err = run(capsys, "--database", name, "groups", "class")
+    assert code == 0, err

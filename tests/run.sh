@@ -46,7 +46,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-export PYTHONDONTWRITEBYTECODE=1
+# Bytecode is written (beside the sources, in the __pycache__ folders .gitignore leaves
+# out) and read again, even where the environment says not to: each of the four
+# workers, and every command, kernel and server a test starts, otherwise compiles
+# genwidgets and rewrites the test modules' asserts anew (16.6 s of CPU to collect the
+# fast tier, 5.9 s from the cache: docs/decisions.md#parallel-files).
+unset PYTHONDONTWRITEBYTECODE
 # Four workers, each taking whole files (each file's tests in their order, its
 # module fixtures made once): most of the suite's time is waiting on servers,
 # kernels and browsers, not the CPU (docs/decisions.md#parallel-files). `-n 0`

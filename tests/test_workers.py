@@ -214,19 +214,28 @@ def test_work_submitted_as_a_thread_takes_other_work_gets_a_thread_of_its_own() 
     """A thread that has taken work is busy, though it has not begun it: work submitted
     then gets a thread of its own. Counted free, it once made a batch's sender wait
     behind its finisher, which waited for the sender (a CLI run hung for ever). Here the
-    pool's thread is held right after taking the first work until the second is in."""
+    pool's thread is held right after taking the first work until the second is in.
+
+    Held only once it has let the pool's lock go: Python 3.10+ traces the ``with`` line
+    again as its block ends, still holding the lock, and a hold there kept the second
+    ``submit`` out until the hold's 10 s ran out (the test's whole time)."""
     met, taken, second_in = threading.Event(), threading.Event(), threading.Event()
     first: list[Any] = []
 
     def hold_after_taking(frame: FrameType, event: str, _arg: Any) -> Any:
-        if event == "line" and first and frame.f_locals.get("work") is first[0]:
+        if (
+            event == "line"
+            and first
+            and frame.f_locals.get("work") is first[0]
+            and not pool._lock._is_owned()  # type: ignore[attr-defined]  # Condition's own
+        ):
             taken.set()
             second_in.wait(10)
         return hold_after_taking
 
+    pool = Workers(4, idle=5)
     threading.settrace(hold_after_taking)
-    try:
-        pool = Workers(4, idle=5)  # its threads start traced
+    try:  # the pool's threads start traced
         assert pool.submit(lambda: None).join(30)  # one thread, waiting for work again
         first.append(pool.submit(met.wait, 20))  # ends once the second has run
         assert taken.wait(30), "the pool's thread never took the first work"

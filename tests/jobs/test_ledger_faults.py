@@ -1225,6 +1225,7 @@ def exit_while_locked(
     return lock, ended
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 @pytest.mark.timeout(90)
 def test_writes_a_lock_keeps_out_until_exit_are_said_kept_and_recorded_by_the_next_open(
     tmp_path: Path, locked: Callable[[Path], Lock]
@@ -1673,6 +1674,7 @@ def kernel_holding_a_paid_task(
         kernel.communicate(timeout=30)
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 @pytest.mark.timeout(90)
 def test_history_says_a_running_process_holds_its_kept_task_and_lists_only_its_gateways(
     gateway_env: SimulatorServer,

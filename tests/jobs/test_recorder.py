@@ -723,6 +723,7 @@ def test_a_row_whose_outputs_hold_no_object_stops_neither_resume_nor_history(
         assert [j.request_id for j in later.history()] == [unfinished]
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 def test_outputs_over_a_cap_are_given_up_not_copied_by_the_next_resume(
     host: tuple[FileHost, str],
 ) -> None:

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -457,7 +458,13 @@ def test_a_batch_killed_while_its_creates_hang_sends_the_rows_that_never_left_wh
     """A gateway holding every create (never answered), the command killed once two
     creates (its concurrency) reached the gateway, the rest of its chunk waiting their
     turn: the same command again sends every row whose create never left, lists the two
-    that did as unknown (never sent again), and no row reaches the gateway twice."""
+    that did as unknown (never sent again), and no row reaches the gateway twice.
+
+    SIGTERM stops the command as Ctrl-C does: the batch lets its chunk in flight answer
+    (15 s, silent), then the client waits for its creates' answers and says so. Once it
+    says so, the gateway cuts the two unanswered, as a gateway that hung up would: the
+    client's grace (``CREATE_ANSWER_GRACE``, whose end tests/test_client.py covers
+    in-process) is not waited out, 15 s of this test's 45 s."""
     sim = make_simulator()
     gate = HeldCreates(sim.base_url)
     try:
@@ -465,14 +472,22 @@ def test_a_batch_killed_while_its_creates_hang_sends_the_rows_that_never_left_wh
         command, env = batch_command(gate.base_url, tmp_path, count)
         gate.holding.set()
         child = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
+        said: list[str] = []  # its stderr, read as written (a full pipe would block it)
+        reader = threading.Thread(target=lambda: said.extend(child.stderr or ()), daemon=True)
+        reader.start()
         try:
             wait_for(lambda: gate.creates >= 2 or child.poll() is not None, timeout=120)
-            assert child.poll() is None, child.communicate()[1]
+            assert child.poll() is None, "".join(said)
         finally:
             child.send_signal(kill)
+            if kill == signal.SIGTERM:  # it waits for the answers of the two in flight
+                waiting = wait_for(lambda: any("waiting at most" in line for line in said), 120)
+                assert waiting, "".join(said)
+                gate.drop()  # the two held are never made, never answered
             child.wait(120)
+            reader.join(10)
         assert gate.creates == 2  # the other rows of its chunk never left
         gate.drop()  # the two held are never made
         gate.holding.clear()  # the gateway answers again

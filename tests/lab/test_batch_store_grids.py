@@ -446,6 +446,7 @@ def test_cells_another_kernel_gave_back_unsent_are_sent_here(
         assert client.request_counts["create"] == creates + 2
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 def test_a_change_queued_at_a_locked_reopen_never_undoes_another_kernels_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_simulator: Any
 ) -> None:
@@ -588,6 +589,7 @@ with gw.Client(sys.argv[1], "sim-demo-key") as client, warnings.catch_warnings(r
 """
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 def test_a_finished_grid_reopens_from_a_home_that_cannot_be_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simulator: SimulatorServer
 ) -> None:

@@ -188,6 +188,7 @@ def finished_grid(base: str, seeds: list[int], *, download: bool = True) -> gw.G
     return grid.wait(timeout=60)
 
 
+@pytest.mark.slow  # 8 to 18 s beside busy cores: the full command runs it
 def test_a_page_holds_a_cells_outputs_up_to_the_clients_cap_and_counts_the_rest(
     files: tuple[FileHost, str], tmp_path: Path
 ) -> None:

@@ -154,7 +154,7 @@ def run_ledger_lock(tasks: int = 30, lock_seconds: float = 30.0) -> dict[str, An
         "notice_p95_ratio": ratio("notice_s", "p95"),
         "notice_p95_added_s": round(locked["notice_s"]["p95"] - unlocked["notice_s"]["p95"], 3),
         "submit_p95_s_locked": locked["submit_s"]["p95"],
-        "pending_merge": run_pending_merge(),
+        "pending_merge": measure_pending_merge(),
     }
 
 
@@ -186,7 +186,7 @@ def _merge_s(notes: list[dict[str, Any]], folder: Path) -> float:
         return time.perf_counter() - started
 
 
-def run_pending_merge(small: int = 2000, large: int = 8000, rounds: int = 3) -> dict[str, Any]:
+def measure_pending_merge(small: int = 2000, large: int = 8000, rounds: int = 3) -> dict[str, Any]:
     """The next open's merge of a pending file of ``small`` and of ``large`` notes, in
     turn (``rounds`` each, the median kept): the ratio large / small, near large / small
     when the merge is linear."""
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--merge-only", action="store_true", help="only the pending merge")
     args = parser.parse_args(argv)
     if args.merge_only:
-        print(json.dumps(run_pending_merge(), indent=2))
+        print(json.dumps(measure_pending_merge(), indent=2))
         return 0
     print(json.dumps(run_ledger_lock(args.tasks, args.lock_seconds), indent=2))
     return 0

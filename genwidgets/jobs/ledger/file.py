@@ -283,12 +283,12 @@ class _OnDisk:
                 self._tasks.add((request_id, endpoint))
 
     def intent_row(self, host: Any, pid: Any, at: float, endpoint: str) -> int | None:
-        """:func:`_intent_row` answered from what was read: the row of the intent a
+        """:func:`intent_row_on_disk` answered from what was read: the row of the intent a
         process made at ``at`` on ``endpoint``, if it is on disk. A note naming its
         process otherwise than genwidgets writes it (no host, a pid that is no integer)
         is asked of the file itself, as SQLite compares such values."""
         if not (isinstance(host, str) and isinstance(pid, int)):
-            return _intent_row(self._conn, host, pid, at, endpoint)
+            return intent_row_on_disk(self._conn, host, pid, at, endpoint)
         return self._intents.get((_utf8(host), pid, at, _utf8(endpoint)))
 
     def inserted(self, intent: tuple[str, int, float, str], row_id: int) -> int:
@@ -312,7 +312,7 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _intent_row(
+def intent_row_on_disk(
     conn: sqlite3.Connection, host: Any, pid: Any, at: float, endpoint: str
 ) -> int | None:
     """The row of the intent a process (``host``, ``pid``) made at ``at`` on

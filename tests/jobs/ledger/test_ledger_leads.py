@@ -388,6 +388,89 @@ def test_a_handle_kept_as_a_note_after_its_ledger_was_set_aside_survives_kill_9(
     assert not pending.exists()  # merged, so removed
 
 
+SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD = textwrap.dedent(
+    """
+    import sys, warnings
+    from pathlib import Path
+    from reliability.harness import damage_root_page
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    warnings.simplefilter("ignore")
+    path, outcome = Path(sys.argv[1]), sys.argv[2]
+    led = Ledger(path, intent_wait=30, busy_timeout=0.2)
+    first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
+    assert first == 1 and led.flush(30)
+    damage_root_page(path, "tasks")  # the disk fails, its create in flight
+    led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
+    assert led.flush(30) and led.set_aside is not None
+    print("set aside", flush=True)
+    sys.stdin.readline()  # the test holds a lock now
+    if outcome == "handle":
+        led.writes.record_handle(first, Handle.from_body("asset-get", {"request_id": "paid-1"}, "http://gw"))
+    else:
+        led.writes.record_create_failed(first, "no answer", created_nothing=False)
+    print("answered", flush=True)
+    sys.stdin.readline()  # the lock freed
+    print("flushed", led.flush(60), flush=True)
+    led.close()
+    """
+)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [("handle", ("paid-1", "submitted")), ("failed", (None, "outcome_unknown"))],
+)
+def test_a_held_outcome_finds_the_intent_another_open_made_again_from_its_note(
+    tmp_path: Path, outcome: str, expected: tuple[str | None, str]
+) -> None:
+    """A create in flight when its damaged ledger was set aside; its outcome held by a
+    lock and kept as a note carrying its intent; another process's open merged that
+    note (the intent made again, the outcome on it) before the held write landed. The
+    held write made the intent again a second time: one paid task on two rows
+    (review-30). The merge runs here inside the lock, so the order is always that one."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    here = [str(Path(genwidgets.__file__).parents[1]), str(Path(__file__).parents[2])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(here)}
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD, str(path), outcome],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert kernel.stdin is not None and kernel.stdout is not None
+    try:
+        assert kernel.stdout.readline() == "set aside\n"
+        other = sqlite3.connect(path, isolation_level=None, timeout=30)
+        other.execute("BEGIN EXCLUSIVE")  # held past the kernel's busy_timeout
+        kernel.stdin.write("\n")
+        kernel.stdin.flush()
+        assert kernel.stdout.readline() == "answered\n"
+        wait_until(
+            lambda: pending.exists() and '"intent_payload"' in pending.read_text(), 60, "kept"
+        )
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert merge_notes(notes)(other) == 1  # another open's merge, first
+        other.execute("COMMIT")
+        other.close()
+        kernel.stdin.write("\n")
+        kernel.stdin.flush()
+        assert kernel.stdout.readline() == "flushed True\n"
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    assert sorted((json.loads(p)["n"], *rest) for p, *rest in rows) == [
+        (1, *expected),
+        (2, None, "submitting"),
+    ]
+
+
 def test_a_note_naming_a_row_the_ledger_does_not_have_is_never_dropped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

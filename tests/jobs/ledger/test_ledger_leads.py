@@ -336,7 +336,9 @@ SETS_ASIDE_THEN_KEEPS_A_HANDLE = textwrap.dedent(
     path = Path(sys.argv[1])
     led = Ledger(path, intent_wait=30, busy_timeout=0.2)
     first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
-    assert first == 1 and led.flush(30)
+    assert led.flush(30)  # a ticket if its open's own writes held the file past 0.2 s
+    first = led.writes.row_of(first)
+    assert first == 1
     damage_root_page(path, "tasks")  # the disk fails, its create in flight
     led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
     assert led.flush(30) and led.set_aside is not None
@@ -399,7 +401,9 @@ SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD = textwrap.dedent(
     path, outcome = Path(sys.argv[1]), sys.argv[2]
     led = Ledger(path, intent_wait=30, busy_timeout=0.2)
     first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
-    assert first == 1 and led.flush(30)
+    assert led.flush(30)  # a ticket if its open's own writes held the file past 0.2 s
+    first = led.writes.row_of(first)
+    assert first == 1
     damage_root_page(path, "tasks")  # the disk fails, its create in flight
     led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
     assert led.flush(30) and led.set_aside is not None
@@ -502,4 +506,45 @@ def test_a_note_naming_a_row_the_ledger_does_not_have_is_never_dropped(
     assert [(json.loads(p), *rest) for p, *rest in rows] == [
         ({"n": 1}, "outcome_unknown", "no answer", 4242, "another-host")
     ]
-    assert pending.exists() and "paid-8" in pending.read_text()
+    assert "paid-8" in path.with_name(path.name + ".unplaced.jsonl").read_text()
+
+
+def test_a_note_placed_on_no_row_is_kept_aside_once_and_listed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Notes placed on no row (a handle and a maybe-paid failed create naming a row this
+    file lacks, carrying no intent: as written before ledgermend7) kept the pending file
+    for ever: warned at every open, later notes never cleared (review-30). They are moved
+    once to a kept file beside the ledger, said in one warning, listed, never merged."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    where = {"pid": 4242, "host": "another-host"}
+    bare = {"row": 8, "request_id": "paid-8", "endpoint": ENDPOINT, "at": 1_000_002.0}
+    bare.update(status_url=None, response_url=None, cancel_url=None)
+    unknown = {"failed": 9, "error": "no answer", "created_nothing": False, "at": 1_000_003.0}
+    pending = path.with_name(path.name + ".pending.jsonl")
+    kept = path.with_name(path.name + ".unplaced.jsonl")
+    pending.write_text(
+        json.dumps({**bare, **where}) + "\n" + json.dumps({**unknown, **where}) + "\n"
+    )
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "kept aside" in r.getMessage()]
+
+    with caplog.at_level(logging.WARNING, logger="genwidgets"):
+        with Ledger(path) as led:
+            assert led.flush(30)
+            wait_until(lambda: not pending.exists() and said(), 30, "the notes moved, said")
+        with Ledger(path) as led:
+            assert led.flush(30)
+            listed = [(e, rid, pid, host) for e, rid, _at, pid, host in led.kept_aside()]
+    assert len(said()) == 1 and str(kept) in said()[0] and "paid-8" in said()[0]
+    assert not pending.exists()
+    assert listed == [
+        (ENDPOINT, "paid-8", 4242, "another-host"),
+        (None, None, 4242, "another-host"),
+    ]
+    assert [json.loads(line).get("request_id") for line in kept.read_text().splitlines()] == [
+        "paid-8",
+        None,
+    ]

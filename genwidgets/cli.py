@@ -294,6 +294,13 @@ def _history(client: Client, args: argparse.Namespace) -> int:
                 else "it has ended; recorded at the next open"
             )
             print(f"{when}  {shown} (held by {by}: {state})")
+    for where, named, at, pid, host in client.ledger.kept_aside(client.gateway_name):
+        if args.endpoint in (None, where) and not args.status:  # never recorded: as kept
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+            rid = named or "(no request id: a create of unknown outcome, maybe paid)"
+            shown = f"{terminal_text(where or '?'):<24} {'kept aside':<16} {terminal_text(rid)}"
+            by = terminal_text(f"process {pid} on {host}")
+            print(f"{when}  {shown} (not placed: no row of its create here; left by {by})")
     if busy:
         said = f"only the pending notes are shown: {busy}"
         return say_error("history", said, EXIT_NOT_DONE, as_json=False)

@@ -61,6 +61,9 @@ _HERE = os.path.dirname(__file__)
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
 #: beside the ledger: the notes of writes a process could not apply before it ended
 PENDING_SUFFIX = ".pending.jsonl"
+#: beside the ledger: the notes a merge could place on no row, moved there once, kept
+#: (never merged again, never removed) for `genwidgets history` to list
+UNPLACED_SUFFIX = ".unplaced.jsonl"
 #: how long an append waits for another appender's ``flock`` on the pending notes before
 #: it appends without it: a holder stopped mid-append (Ctrl-Z, a hung NFS lock) must
 #: never keep a close or an exit waiting for ever (docs/decisions.md#ledger-left-behind)
@@ -230,7 +233,7 @@ def merge_notes(
                     if not nothing:  # maybe paid: never dropped (one made nothing: nothing lost)
                         not_placed(note)
                     continue
-                recorded += conn.execute(
+                changed = conn.execute(
                     "UPDATE tasks SET state = ?, error = ?, updated_at = ?, finished_at = ? "
                     "WHERE id = ? AND request_id IS NULL AND state = ? AND pid = ? AND host = ?",
                     (
@@ -244,6 +247,9 @@ def merge_notes(
                         note["host"],
                     ),
                 ).rowcount
+                if not (changed or nothing) and not _of_its_process(conn, failed, note):
+                    not_placed(note)  # maybe paid, and no row of its create here
+                recorded += changed
         return recorded
 
     return merge
@@ -283,12 +289,12 @@ class _OnDisk:
                 self._tasks.add((request_id, endpoint))
 
     def intent_row(self, host: Any, pid: Any, at: float, endpoint: str) -> int | None:
-        """:func:`_intent_row` answered from what was read: the row of the intent a
+        """:func:`intent_row_on_disk` answered from what was read: the row of the intent a
         process made at ``at`` on ``endpoint``, if it is on disk. A note naming its
         process otherwise than genwidgets writes it (no host, a pid that is no integer)
         is asked of the file itself, as SQLite compares such values."""
         if not (isinstance(host, str) and isinstance(pid, int)):
-            return _intent_row(self._conn, host, pid, at, endpoint)
+            return intent_row_on_disk(self._conn, host, pid, at, endpoint)
         return self._intents.get((_utf8(host), pid, at, _utf8(endpoint)))
 
     def inserted(self, intent: tuple[str, int, float, str], row_id: int) -> int:
@@ -312,7 +318,7 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _intent_row(
+def intent_row_on_disk(
     conn: sqlite3.Connection, host: Any, pid: Any, at: float, endpoint: str
 ) -> int | None:
     """The row of the intent a process (``host``, ``pid``) made at ``at`` on
@@ -322,6 +328,15 @@ def _intent_row(
         (host, pid, at, endpoint),
     ).fetchone()
     return None if found is None else int(found[0])
+
+
+def _of_its_process(conn: sqlite3.Connection, row: int, note: Note) -> bool:
+    """Whether row ``row`` is here and of the process of ``note``."""
+    found = conn.execute(
+        "SELECT 1 FROM tasks WHERE id = ? AND pid = ? AND host = ?",
+        (row, note["pid"], note["host"]),
+    )
+    return found.fetchone() is not None
 
 
 def _carries_intent(note: Note) -> bool:
@@ -821,6 +836,37 @@ class LedgerFile:
         stopped (docs/decisions.md#ledger-left-behind)."""
         return self.path.with_name(self.path.name + PENDING_SUFFIX)
 
+    @property
+    def unplaced_path(self) -> Path:
+        """Beside the ledger: the notes a merge placed on no row, moved out of
+        :attr:`pending_path` once (docs/decisions.md#ledger-left-behind)."""
+        return self.path.with_name(self.path.name + UNPLACED_SUFFIX)
+
+    def unplaced_notes(self) -> list[Note]:
+        """The notes in :attr:`unplaced_path` (none: [])."""
+        try:
+            return _notes(self.unplaced_path.read_bytes())
+        except OSError:
+            return []
+
+    def _keep_unplaced(self, notes: list[Note]) -> None:
+        """Append ``notes`` to :attr:`unplaced_path`, synced, mode 0600 (payloads); only
+        under the pending file's lock, so two merges never move the same notes twice.
+        A line torn earlier is ended first. Raises OSError: the pending file stays."""
+        data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
+        fd = os.open(self.unplaced_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - 1), os.SEEK_SET)
+            if size and os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def keep_pending(self, notes: list[Note]) -> str:
         """Append ``notes`` to :attr:`pending_path`, synced (mode 0600: it holds
         payloads); "" once on disk, else why not. The file is left ending at a line's
@@ -992,36 +1038,45 @@ class LedgerFile:
                 future.result(),
                 self.pending_path,
             )
-            if unplaced:  # never removed with a task it names in no row here
-                tasks = ", ".join(
-                    str(n.get("request_id") or f"a create of unknown outcome, row {n['failed']}")
-                    for n in unplaced
-                )
-                log.warning(
-                    "genwidgets: %d note(s) in %s name a row this ledger does not have and "
-                    "too little of their create to make it again (%s); the file is kept "
-                    "as it is, and `genwidgets history` lists the tasks it holds",
-                    len(unplaced),
-                    self.pending_path,
-                    redact(tasks),
-                )
-                return
             try:  # for writing, as appenders open it: some network locks need that
                 fd = os.open(self.pending_path, os.O_RDWR)
             except OSError:
                 return  # removed already (another process recorded it too)
             try:
-                if self._lock_pending(fd, "the notes are left for the next open") is False:
+                # appended to since: merged again, whole, at the next open
+                left = self._lock_pending(fd, "the notes are left for the next open") is False
+                if left or not _unchanged(self.pending_path.stat(), seen):
+                    if unplaced:
+                        self._said_unplaced(unplaced, f"kept in {self.pending_path} for now")
                     return
-                now = self.pending_path.stat()
-                if _unchanged(now, seen):
-                    self.pending_path.unlink()
-            except OSError:
-                pass  # left for the next open, which records it again (no change)
+                if unplaced:  # moved once, never removed: a task it names is in no row here
+                    self._keep_unplaced(unplaced)
+                self.pending_path.unlink()
+            except OSError as exc:
+                if unplaced:
+                    self._said_unplaced(unplaced, f"kept in {self.pending_path} ({exc})")
+                return  # left for the next open, which records it again (no change)
             finally:
                 os.close(fd)  # releases the lock
+            if unplaced:
+                self._said_unplaced(unplaced, f"moved to {self.unplaced_path}, kept there")
 
         put(merge_notes(notes, unplaced)).add_done_callback(written)
+
+    def _said_unplaced(self, unplaced: list[Note], where: str) -> None:
+        """The one warning naming the notes a merge placed on no row, and where they are."""
+        tasks = ", ".join(
+            str(n.get("request_id") or f"a create of unknown outcome, row {n['failed']}")
+            for n in unplaced
+        )
+        log.warning(
+            "genwidgets: %d note(s) left by an earlier process name a row this ledger does "
+            "not have and too little of their create to make it again (%s): %s; "
+            "`genwidgets history` lists them as kept aside, not placed",
+            len(unplaced),
+            redact(tasks),
+            where,
+        )
 
     def on_fault(self, exc: sqlite3.Error) -> FaultAction:
         """A write failed for a reason other than a busy file (writer thread).

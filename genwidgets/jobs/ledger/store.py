@@ -411,6 +411,29 @@ class Ledger:
             for (endpoint, request_id), n in found.items()
         ]
 
+    def kept_aside(
+        self, gateway: str | None = None
+    ) -> list[tuple[str | None, str | None, float, int | None, str | None]]:
+        """``(endpoint, request_id, at, pid, host)`` of the notes a merge could place on
+        no row, moved beside the file (``LedgerFile.unplaced_path``), of ``gateway`` when
+        given: never recorded, so listed as they are. A failed create's (outcome
+        unknown, maybe paid) has no request id, and an endpoint only if it carried its
+        intent (docs/decisions.md#ledger-left-behind)."""
+        found: dict[tuple[Any, ...], tuple[str | None, str | None, float, Any, Any]] = {}
+        for note in self._file.unplaced_notes():
+            if gateway is not None and self._gateway_of(note) not in (gateway, None):
+                continue
+            endpoint = note.get("endpoint", note.get("intent_endpoint"))
+            listed = (
+                endpoint if isinstance(endpoint, str) else None,
+                note.get("request_id"),
+                float(note["at"]),
+                note.get("pid"),
+                note.get("host"),
+            )
+            found.setdefault((*listed, note.get("failed")), listed)
+        return list(found.values())
+
     def _gateway_of(self, note: Note) -> str | None:
         """The gateway of a handle note: its intent's note's, else its row's on disk
         (None when neither can be read: the note is listed, not hidden), named as the

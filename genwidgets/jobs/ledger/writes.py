@@ -25,7 +25,7 @@ from ..._config import hide_userinfo, normal_base_url, redact
 from ..._formats import int_or_none
 from ...errors import LedgerError, NotRecorded
 from ...protocol.records import Handle, Result, Status
-from .file import PENDING_LOCK_WAIT, LedgerFile
+from .file import PENDING_LOCK_WAIT, LedgerFile, intent_row_on_disk
 from .lease import HOST, Leases, heartbeat, pid_alive
 from .rows import (
     COPY_FAILED_AT,
@@ -231,11 +231,16 @@ class LedgerWrites:
         """The row of a create in flight made again from its intent when row ``row`` is
         not in the file (a damaged file set aside since: its fresh one numbers past it,
         ``LedgerFile.ids_from``), so its outcome lands on its own intent; None when it
-        is there, or no create of this process's is in flight on it."""
+        is there, or no create of this process's is in flight on it. Made only once: the
+        intent another process's open made again from the kept note (``merge_notes``,
+        by the same host, pid, time and endpoint) is the one used, else one paid task
+        was on two rows (review-30)."""
         made = self._in_flight.get(row)
         if made is None or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
             return None
-        return _insert(conn, *made)
+        _gateway, endpoint, _payload, at, _tag, _key = made
+        found = intent_row_on_disk(conn, HOST, os.getpid(), at, endpoint)
+        return _insert(conn, *made) if found is None else found
 
     def in_flight(self, row: int) -> dict[str, Any] | None:
         """The intent of the create in flight on row ``row``, as a handle's or failed

@@ -336,7 +336,9 @@ SETS_ASIDE_THEN_KEEPS_A_HANDLE = textwrap.dedent(
     path = Path(sys.argv[1])
     led = Ledger(path, intent_wait=30, busy_timeout=0.2)
     first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
-    assert first == 1 and led.flush(30)
+    assert led.flush(30)  # a ticket if its open's own writes held the file past 0.2 s
+    first = led.writes.row_of(first)
+    assert first == 1
     damage_root_page(path, "tasks")  # the disk fails, its create in flight
     led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
     assert led.flush(30) and led.set_aside is not None
@@ -388,6 +390,91 @@ def test_a_handle_kept_as_a_note_after_its_ledger_was_set_aside_survives_kill_9(
     assert not pending.exists()  # merged, so removed
 
 
+SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD = textwrap.dedent(
+    """
+    import sys, warnings
+    from pathlib import Path
+    from reliability.harness import damage_root_page
+    from genwidgets.jobs.ledger import Ledger
+    from genwidgets.protocol.records import Handle
+    warnings.simplefilter("ignore")
+    path, outcome = Path(sys.argv[1]), sys.argv[2]
+    led = Ledger(path, intent_wait=30, busy_timeout=0.2)
+    first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
+    assert led.flush(30)  # a ticket if its open's own writes held the file past 0.2 s
+    first = led.writes.row_of(first)
+    assert first == 1
+    damage_root_page(path, "tasks")  # the disk fails, its create in flight
+    led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
+    assert led.flush(30) and led.set_aside is not None
+    print("set aside", flush=True)
+    sys.stdin.readline()  # the test holds a lock now
+    if outcome == "handle":
+        led.writes.record_handle(first, Handle.from_body("asset-get", {"request_id": "paid-1"}, "http://gw"))
+    else:
+        led.writes.record_create_failed(first, "no answer", created_nothing=False)
+    print("answered", flush=True)
+    sys.stdin.readline()  # the lock freed
+    print("flushed", led.flush(60), flush=True)
+    led.close()
+    """
+)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [("handle", ("paid-1", "submitted")), ("failed", (None, "outcome_unknown"))],
+)
+def test_a_held_outcome_finds_the_intent_another_open_made_again_from_its_note(
+    tmp_path: Path, outcome: str, expected: tuple[str | None, str]
+) -> None:
+    """A create in flight when its damaged ledger was set aside; its outcome held by a
+    lock and kept as a note carrying its intent; another process's open merged that
+    note (the intent made again, the outcome on it) before the held write landed. The
+    held write made the intent again a second time: one paid task on two rows
+    (review-30). The merge runs here inside the lock, so the order is always that one."""
+    path = tmp_path / "ledger.sqlite3"
+    pending = path.with_name(path.name + ".pending.jsonl")
+    here = [str(Path(genwidgets.__file__).parents[1]), str(Path(__file__).parents[2])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(here)}
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD, str(path), outcome],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert kernel.stdin is not None and kernel.stdout is not None
+    try:
+        assert kernel.stdout.readline() == "set aside\n"
+        other = sqlite3.connect(path, isolation_level=None, timeout=30)
+        other.execute("BEGIN EXCLUSIVE")  # held past the kernel's busy_timeout
+        kernel.stdin.write("\n")
+        kernel.stdin.flush()
+        assert kernel.stdout.readline() == "answered\n"
+        wait_until(
+            lambda: pending.exists() and '"intent_payload"' in pending.read_text(), 60, "kept"
+        )
+        notes = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert merge_notes(notes)(other) == 1  # another open's merge, first
+        other.execute("COMMIT")
+        other.close()
+        kernel.stdin.write("\n")
+        kernel.stdin.flush()
+        assert kernel.stdout.readline() == "flushed True\n"
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+        kernel.communicate(timeout=30)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT payload, request_id, state FROM tasks").fetchall()
+    assert sorted((json.loads(p)["n"], *rest) for p, *rest in rows) == [
+        (1, *expected),
+        (2, None, "submitting"),
+    ]
+
+
 def test_a_note_naming_a_row_the_ledger_does_not_have_is_never_dropped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -419,4 +506,45 @@ def test_a_note_naming_a_row_the_ledger_does_not_have_is_never_dropped(
     assert [(json.loads(p), *rest) for p, *rest in rows] == [
         ({"n": 1}, "outcome_unknown", "no answer", 4242, "another-host")
     ]
-    assert pending.exists() and "paid-8" in pending.read_text()
+    assert "paid-8" in path.with_name(path.name + ".unplaced.jsonl").read_text()
+
+
+def test_a_note_placed_on_no_row_is_kept_aside_once_and_listed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Notes placed on no row (a handle and a maybe-paid failed create naming a row this
+    file lacks, carrying no intent: as written before ledgermend7) kept the pending file
+    for ever: warned at every open, later notes never cleared (review-30). They are moved
+    once to a kept file beside the ledger, said in one warning, listed, never merged."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    where = {"pid": 4242, "host": "another-host"}
+    bare = {"row": 8, "request_id": "paid-8", "endpoint": ENDPOINT, "at": 1_000_002.0}
+    bare.update(status_url=None, response_url=None, cancel_url=None)
+    unknown = {"failed": 9, "error": "no answer", "created_nothing": False, "at": 1_000_003.0}
+    pending = path.with_name(path.name + ".pending.jsonl")
+    kept = path.with_name(path.name + ".unplaced.jsonl")
+    pending.write_text(
+        json.dumps({**bare, **where}) + "\n" + json.dumps({**unknown, **where}) + "\n"
+    )
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "kept aside" in r.getMessage()]
+
+    with caplog.at_level(logging.WARNING, logger="genwidgets"):
+        with Ledger(path) as led:
+            assert led.flush(30)
+            wait_until(lambda: not pending.exists() and said(), 30, "the notes moved, said")
+        with Ledger(path) as led:
+            assert led.flush(30)
+            listed = [(e, rid, pid, host) for e, rid, _at, pid, host in led.kept_aside()]
+    assert len(said()) == 1 and str(kept) in said()[0] and "paid-8" in said()[0]
+    assert not pending.exists()
+    assert listed == [
+        (ENDPOINT, "paid-8", 4242, "another-host"),
+        (None, None, 4242, "another-host"),
+    ]
+    assert [json.loads(line).get("request_id") for line in kept.read_text().splitlines()] == [
+        "paid-8",
+        None,
+    ]

@@ -983,7 +983,7 @@ def test_a_kept_cancel_answered_already_cancelled_was_taken_and_is_not_sent_agai
     with pytest.raises(gw.ServerError):
         job.cancel()
     assert job.cancel_kept
-    wait_for(lambda: not job.cancel_kept, "the kept cancel taken", limit=5)
+    wait_for(lambda: not job.cancel_kept, "the kept cancel taken")
     assert job.cancel_requested and job.cancel_error is None and fake.count("cancel") == 4
     task = fake.tasks[job.request_id]
     task.statuses, task.result = [{"status": "CANCELLED"}], {"status": "CANCELLED"}

@@ -268,7 +268,7 @@ IMAGE_OUT = {
 }
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
     """Poll ``predicate`` until it holds or ``timeout`` passes; return its last value."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -851,11 +851,17 @@ def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_giv
     cancel asked at the deadline: the gateway, back, cancels the task and the row is
     ``timed out``. It ended ``unknown`` there without a poll or a cancel, and its task
     billed on."""
-    OutUntilCancelled.polls = OutUntilCancelled.cancels = 0
-    OutUntilCancelled.cancelled = False
+    cancelled_once_at_its_deadline(OutUntilCancelled, tmp_path)
+
+
+def cancelled_once_at_its_deadline(gateway: type[OutUntilCancelled], tmp_path: Path) -> None:
+    """One row sent to ``gateway`` (afresh) with a 4 s ``timeout``, its polls giving up
+    after two failures: its task was cancelled once and the row is ``timed out``."""
+    gateway.polls = gateway.cancels = 0
+    gateway.cancelled = False
     patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
-    [row] = sent_to(OutUntilCancelled, tmp_path, timeout=4, client_options=patience).rows
-    assert OutUntilCancelled.cancels == 1
+    [row] = sent_to(gateway, tmp_path, timeout=4, client_options=patience).rows
+    assert gateway.cancels == 1
     assert row.status == "timed out", row.error
     assert "cancelled at the gateway" in (row.error or "")
 
@@ -887,13 +893,7 @@ def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_foll
     it. The row was ``unknown`` ("contact lost, past its timeout") though its task was
     cancelled; now a cancel not failed is followed once more, and the row is ``timed out``
     (CI under load met this order by chance)."""
-    CancelAnsweredLate.polls = CancelAnsweredLate.cancels = 0
-    CancelAnsweredLate.cancelled = False
-    patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
-    [row] = sent_to(CancelAnsweredLate, tmp_path, timeout=4, client_options=patience).rows
-    assert CancelAnsweredLate.cancels == 1
-    assert row.status == "timed out", row.error
-    assert "cancelled at the gateway" in (row.error or "")
+    cancelled_once_at_its_deadline(CancelAnsweredLate, tmp_path)
 
 
 class OutPastATakenCancel(OutUntilCancelled):

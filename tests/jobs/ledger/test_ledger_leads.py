@@ -325,7 +325,7 @@ def test_a_create_whose_own_outcome_write_finds_its_ledger_damaged_keeps_its_row
 #: a kernel whose ledger is set aside under its create in flight (row 1), then held by a
 #: lock past ``busy_timeout``: the create's handle is kept beside the file as a note, and
 #: the kernel waits to be killed
-SETS_ASIDE_THEN_KEEPS_A_HANDLE = textwrap.dedent(
+SETS_ASIDE = textwrap.dedent(
     """
     import sqlite3, sys, warnings
     from pathlib import Path
@@ -342,6 +342,10 @@ SETS_ASIDE_THEN_KEEPS_A_HANDLE = textwrap.dedent(
     damage_root_page(path, "tasks")  # the disk fails, its create in flight
     led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
     assert led.flush(30) and led.set_aside is not None
+    """
+)
+SETS_ASIDE_THEN_KEEPS_A_HANDLE = SETS_ASIDE + textwrap.dedent(
+    """
     other = sqlite3.connect(path, isolation_level=None)  # a lock held past busy_timeout
     other.execute("BEGIN EXCLUSIVE")
     led.writes.record_handle(first, Handle.from_body("asset-get", {"request_id": "paid-1"}, "http://gw"))
@@ -390,23 +394,9 @@ def test_a_handle_kept_as_a_note_after_its_ledger_was_set_aside_survives_kill_9(
     assert not pending.exists()  # merged, so removed
 
 
-SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD = textwrap.dedent(
+SETS_ASIDE_THEN_ANSWERS_WHEN_TOLD = SETS_ASIDE + textwrap.dedent(
     """
-    import sys, warnings
-    from pathlib import Path
-    from reliability.harness import damage_root_page
-    from genwidgets.jobs.ledger import Ledger
-    from genwidgets.protocol.records import Handle
-    warnings.simplefilter("ignore")
-    path, outcome = Path(sys.argv[1]), sys.argv[2]
-    led = Ledger(path, intent_wait=30, busy_timeout=0.2)
-    first = led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 1})
-    assert led.flush(30)  # a ticket if its open's own writes held the file past 0.2 s
-    first = led.writes.row_of(first)
-    assert first == 1
-    damage_root_page(path, "tasks")  # the disk fails, its create in flight
-    led.writes.record_intent(gateway="http://gw", endpoint="asset-get", payload={"n": 2})
-    assert led.flush(30) and led.set_aside is not None
+    outcome = sys.argv[2]
     print("set aside", flush=True)
     sys.stdin.readline()  # the test holds a lock now
     if outcome == "handle":

@@ -140,8 +140,8 @@ class Job:
         #: why the last cancel was not taken: refused (``cancel_requested`` is False), or
         #: not delivered and kept, to be sent again (:data:`CANCEL_KEPT`)
         self.cancel_error: BaseException | None = None
-        #: the gateway answered a cancel by taking it (or said the task had ended): one
-        #: following the task again need not ask it again
+        #: the gateway answered a cancel by taking it (or said the task had ended): a
+        #: batch row following the task again with a new job does not ask it again
         self.cancel_taken = False
         #: why its last poll failed for want of contact (a 5xx, no answer) and when
         #: (``time.time()``); both None once a status answers (:func:`poll_failed_since`)

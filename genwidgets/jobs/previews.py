@@ -164,6 +164,7 @@ def preview(
         return None
     until = clock() + PREVIEW_SECONDS
     made = None
+    out_of_time = False
     for rung in LADDER:
         try:
             data = _encode(source, rung, clock, until)
@@ -172,12 +173,13 @@ def preview(
         if data is not None and len(data) <= max_bytes:
             made = data
             break
-        if data is None or clock() > until:
+        out_of_time = clock() > until  # read once: what stops the ladder decides below
+        if data is None or out_of_time:
             break
     try:
         if made is not None:
             return write_atomically(target, made)
-        if source.is_file() and clock() <= until:  # out of time: tried at the next display
+        if source.is_file() and not out_of_time:  # out of time: tried at the next display
             write_atomically(none, b"")
     except OSError:
         pass

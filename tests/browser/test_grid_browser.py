@@ -111,6 +111,7 @@ def test_a_grid_shows_every_image_and_keeps_a_star(lab: Any, browser: Any) -> No
         assert '"seed": 1' in box.locator(".gw-grid-payload").inner_text()
 
         box.locator(".gw-grid-close").click()
+        box.wait_for(state="hidden", timeout=30_000)  # gone before the cells are clicked
 
         # recall: the cell's pencil opens the endpoint's form, pre-filled, under the grid
         grid.locator('.gw-grid-cell[data-index="4"] .gw-grid-recall').click()

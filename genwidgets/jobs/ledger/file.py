@@ -132,6 +132,29 @@ def _of_process(note: Note, ticket: int) -> tuple[Any, Any, int]:
     return note.get("host"), note.get("pid"), ticket
 
 
+def _append_lines(fd: int, data: bytes, cut_back: bool) -> None:
+    """Append ``data`` (whole lines) to the file open as ``fd``, synced, leaving it at a
+    line's end, so later lines are never glued onto a torn one (and skipped): a line
+    torn earlier (a process killed mid-append) is ended first, and an append that fails
+    partway (a full disk) is cut back to the size before it when ``cut_back`` (under the
+    file's lock: unlocked, the bytes past that size may be another's too). Raises
+    OSError."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, max(0, size - 1), os.SEEK_SET)
+    if size and os.read(fd, 1) != b"\n":
+        data = b"\n" + data
+    try:
+        done = 0
+        while done < len(data):
+            done += os.write(fd, data[done:])
+        os.fsync(fd)
+    except OSError:
+        if cut_back:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+        raise
+
+
 def _unchanged(now: os.stat_result, seen: os.stat_result) -> bool:
     """Whether a file stat'ed ``now`` is the one ``seen``, nothing added to it."""
     fields = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
@@ -849,50 +872,29 @@ class LedgerFile:
         except OSError:
             return []
 
-    def _keep_unplaced(self, notes: list[Note]) -> None:
-        """Append ``notes`` to :attr:`unplaced_path`, synced, mode 0600 (payloads); only
-        under the pending file's lock, so two merges never move the same notes twice.
-        A line torn earlier is ended first. Raises OSError: the pending file stays."""
+    def _keep_unplaced(self, notes: list[Note], locked: bool) -> None:
+        """Append ``notes`` to :attr:`unplaced_path` (:func:`_append_lines`), mode 0600
+        (payloads); only under the pending file's lock (``locked``: taken, not merely
+        unavailable), so two merges never move the same notes twice. Raises OSError:
+        the pending file stays."""
         data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
         fd = os.open(self.unplaced_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            size = os.fstat(fd).st_size
-            os.lseek(fd, max(0, size - 1), os.SEEK_SET)
-            if size and os.read(fd, 1) != b"\n":
-                data = b"\n" + data
-            done = 0
-            while done < len(data):
-                done += os.write(fd, data[done:])
-            os.fsync(fd)
+            _append_lines(fd, data, cut_back=locked)
         finally:
             os.close(fd)
 
     def keep_pending(self, notes: list[Note]) -> str:
         """Append ``notes`` to :attr:`pending_path`, synced (mode 0600: it holds
         payloads); "" once on disk, else why not. The file is left ending at a line's
-        end, so a later process's notes are never glued onto a torn line (and skipped):
-        an append that fails partway (a full disk) is cut back to the size before it,
-        and a line torn earlier (a process killed mid-append) is ended first."""
+        end (:func:`_append_lines`, cut back under its lock)."""
         try:
             data = "".join(json.dumps(note) + "\n" for note in notes).encode("utf-8")
             fd, locked = self._open_pending()
         except (OSError, TypeError, ValueError) as exc:
             return str(exc)
         try:
-            size = os.fstat(fd).st_size
-            os.lseek(fd, max(0, size - 1), os.SEEK_SET)
-            if size and os.read(fd, 1) != b"\n":
-                data = b"\n" + data
-            try:
-                done = 0
-                while done < len(data):
-                    done += os.write(fd, data[done:])
-                os.fsync(fd)
-            except OSError:
-                if locked:  # unlocked, the bytes past ``size`` may be another's too
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, size)
-                raise
+            _append_lines(fd, data, cut_back=bool(locked))
         except OSError as exc:
             return str(exc)
         finally:
@@ -1044,13 +1046,13 @@ class LedgerFile:
                 return  # removed already (another process recorded it too)
             try:
                 # appended to since: merged again, whole, at the next open
-                left = self._lock_pending(fd, "the notes are left for the next open") is False
-                if left or not _unchanged(self.pending_path.stat(), seen):
+                locked = self._lock_pending(fd, "the notes are left for the next open")
+                if locked is False or not _unchanged(self.pending_path.stat(), seen):
                     if unplaced:
                         self._said_unplaced(unplaced, f"kept in {self.pending_path} for now")
                     return
                 if unplaced:  # moved once, never removed: a task it names is in no row here
-                    self._keep_unplaced(unplaced)
+                    self._keep_unplaced(unplaced, locked=bool(locked))
                 self.pending_path.unlink()
             except OSError as exc:
                 if unplaced:

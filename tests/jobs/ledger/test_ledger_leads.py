@@ -538,3 +538,50 @@ def test_a_note_placed_on_no_row_is_kept_aside_once_and_listed(
         "paid-8",
         None,
     ]
+
+
+def test_a_full_disk_cutting_the_move_of_unplaced_notes_leaves_their_file_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes placed on no row are appended to the kept file beside the ledger; an append
+    a full disk stops partway is cut back to the size before it, as the pending notes'
+    is: the kept file ends at a line's end, its earlier notes intact, and the notes stay
+    pending, moved whole by the next open (a torn line was left there, and the next
+    note glued onto it was lost)."""
+    from genwidgets.jobs.ledger import file
+
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    where = {"pid": 4242, "host": "another-host"}
+    earlier = {"row": 7, "request_id": "paid-7", "endpoint": ENDPOINT, "at": 1_000_001.0}
+    bare = {"row": 8, "request_id": "paid-8", "endpoint": ENDPOINT, "at": 1_000_002.0}
+    pending = path.with_name(path.name + ".pending.jsonl")
+    kept = path.with_name(path.name + ".unplaced.jsonl")
+    kept.write_text(json.dumps({**earlier, **where}) + "\n")
+    before = kept.read_bytes()
+    pending.write_text(json.dumps({**bare, **where}) + "\n")
+    real_write, cut = os.write, []
+
+    def full_disk(fd: int, data: bytes) -> int:
+        if os.fstat(fd).st_ino != kept.stat().st_ino:
+            return real_write(fd, data)
+        if not cut:  # half of it lands, then the disk is full
+            cut.append(real_write(fd, bytes(data)[: len(data) // 2]))
+            return cut[0]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(file.os, "write", full_disk)
+    with caplog.at_level(logging.WARNING, logger="genwidgets"), Ledger(path) as led:
+        assert led.flush(30)
+        wait_until(lambda: any("kept aside" in r.getMessage() for r in caplog.records), 30, "said")
+    monkeypatch.undo()
+    assert cut and cut[0] > 0  # the append was torn
+    assert kept.read_bytes() == before  # cut back to its earlier notes, at a line's end
+    assert "paid-8" in pending.read_text()  # kept for the next open
+    with Ledger(path) as led:
+        assert led.flush(30)
+        wait_until(lambda: not pending.exists(), 30, "the notes moved")
+    assert [json.loads(line)["request_id"] for line in kept.read_text().splitlines()] == [
+        "paid-7",
+        "paid-8",
+    ]

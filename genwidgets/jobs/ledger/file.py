@@ -270,7 +270,7 @@ def merge_notes(
                         note["host"],
                     ),
                 ).rowcount
-                if not (changed or nothing) and not _of_its_process(conn, failed, note):
+                if not (changed or nothing) and not on_disk.of_process(failed, note):
                     not_placed(note)  # maybe paid, and no row of its create here
                 recorded += changed
         return recorded
@@ -282,7 +282,8 @@ class _OnDisk:
     """What a merge of ``notes`` looks up in the file, read in one pass and kept up to
     date by the merge's own writes: the intents of the notes' processes by (host, pid,
     ``submitted_at``, endpoint), each the lowest row id as a scan in id order finds it,
-    and the (request id, endpoint) of the notes' tasks already known. Text is compared
+    the process of each row of those processes, and the (request id, endpoint) of the
+    notes' tasks already known. Text is compared
     as SQLite compares it, as UTF-8 bytes (a stored value that is not UTF-8 equals no
     note's). One look of the table per note made a pending file of thousands of notes
     quadratic (ledgermend6)."""
@@ -297,6 +298,7 @@ class _OnDisk:
         request_ids = {_utf8(note["request_id"]) for note in notes if "row" in note}
         self._intents: dict[tuple[bytes, int, Any, bytes], int] = {}
         self._tasks: set[tuple[bytes, bytes]] = set()
+        self._processes: dict[int, tuple[bytes, int]] = {}  # row id -> its host, pid
         if not processes and not request_ids:
             return
         text = "CASE WHEN typeof({0}) = 'text' THEN CAST({0} AS BLOB) END"
@@ -304,6 +306,8 @@ class _OnDisk:
         for row_id, pid, at, host, endpoint, request_id in conn.execute(
             f"SELECT id, pid, submitted_at, {columns} FROM tasks ORDER BY id"
         ):
+            if (host, pid) in processes:
+                self._processes[int(row_id)] = (host, pid)
             if endpoint is None:
                 continue
             if (host, pid) in processes and at is not None:
@@ -324,7 +328,20 @@ class _OnDisk:
         """An intent's row the merge inserted (its note's host, pid, time and endpoint),
         found by the notes after it."""
         host, pid, at, endpoint = intent
+        self._processes[row_id] = (_utf8(host), pid)
         return self._intents.setdefault((_utf8(host), pid, at, _utf8(endpoint)), row_id)
+
+    def of_process(self, row: int, note: Note) -> bool:
+        """Whether row ``row`` is here and of the process of ``note`` (its host and pid),
+        answered from what was read; a note naming its process otherwise than genwidgets
+        writes it is asked of the file itself, as SQLite compares such values."""
+        host, pid = note.get("host"), note.get("pid")
+        if not (isinstance(host, str) and isinstance(pid, int)):
+            found = self._conn.execute(
+                "SELECT 1 FROM tasks WHERE id = ? AND pid = ? AND host = ?", (row, pid, host)
+            )
+            return found.fetchone() is not None
+        return self._processes.get(row) == (_utf8(host), pid)
 
     def known(self, request_id: str, endpoint: str) -> bool:
         """Whether a row holds the task ``request_id`` of ``endpoint`` already."""
@@ -351,15 +368,6 @@ def intent_row_on_disk(
         (host, pid, at, endpoint),
     ).fetchone()
     return None if found is None else int(found[0])
-
-
-def _of_its_process(conn: sqlite3.Connection, row: int, note: Note) -> bool:
-    """Whether row ``row`` is here and of the process of ``note``."""
-    found = conn.execute(
-        "SELECT 1 FROM tasks WHERE id = ? AND pid = ? AND host = ?",
-        (row, note["pid"], note["host"]),
-    )
-    return found.fetchone() is not None
 
 
 def _carries_intent(note: Note) -> bool:

@@ -201,23 +201,28 @@ class LedgerWrites:
         self._clock = clock
         self._key = str(file.path.resolve())
         self._ids: dict[int, int] = {}  # intent ticket -> row id
-        #: intent ticket -> its ``submitted_at`` and endpoint: what names the intent in
-        #: any process, for the notes of its handle or failure (see :meth:`intent_of`)
-        self._intents: dict[int, tuple[float, str]] = {}
+        #: the note of each intent until its create's outcome is recorded, by its ticket
+        #: (its time and endpoint name it in any process, for the notes of its handle or
+        #: failure: :meth:`intent_of`) and, once on disk, by its row (what makes it again
+        #: in a fresh file: :meth:`_made_again`, :meth:`in_flight`)
+        self._intents: dict[int, Note] = {}
         #: rows of this process (``submitted_at``, endpoint -> id) up to ``_looked_upto``,
         #: for its kept intents another process may have recorded (see :meth:`_recorded`)
         self._recorded_rows: dict[tuple[float, str], int] = {}
         self._looked_upto = 0
-        #: the intents of the creates this process is sending, by row, until their
-        #: outcome is recorded: made again for it in a fresh file (see :meth:`_made_again`)
-        self._in_flight: dict[int, tuple[str, str, str, float, str | None, str | None]] = {}
         self._last_status: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     # ------------------------------------------------------------------ in flight
 
     def _settle(self, row_id: int) -> None:
         SENDING.discard((self._key, row_id))
-        self._in_flight.pop(row_id, None)
+        intent = self._intents.pop(row_id, None)
+        if intent is not None:
+            self._intents.pop(intent["ticket"], None)
+
+    def _in_flight(self, row: int) -> Note | None:
+        """The intent note of the create this process is sending on row ``row``, if any."""
+        return self._intents.get(row) if row > 0 else None
 
     def _settled_when_ended(self, ticket: int) -> Callable[[bool], None]:
         """What settles the create of ``ticket`` (an intent ticket or row id) once its
@@ -228,37 +233,34 @@ class LedgerWrites:
         return lambda _applied: self._settle(self.row_of(ticket))
 
     def _made_again(self, conn: sqlite3.Connection, row: int) -> int | None:
-        """The row of a create in flight made again from its intent when row ``row`` is
-        not in the file (a damaged file set aside since: its fresh one numbers past it,
-        ``LedgerFile.ids_from``), so its outcome lands on its own intent; None when it
-        is there, or no create of this process's is in flight on it. Made only once: the
-        intent another process's open made again from the kept note (``merge_notes``,
-        by the same host, pid, time and endpoint) is the one used, else one paid task
-        was on two rows (review-30)."""
-        made = self._in_flight.get(row)
-        if made is None or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
+        """The row of a create in flight made again from its intent, row ``row`` not in
+        the file (its caller found so: a damaged file set aside since, its fresh one
+        numbering past it, ``LedgerFile.ids_from``), so its outcome lands on its own
+        intent; None when no create of this process's is in flight on it. Made only
+        once: the intent another process's open made again from the kept note
+        (``merge_notes``, by the same host, pid, time and endpoint) is the one used, else
+        one paid task was on two rows (review-30)."""
+        made = self._in_flight(row)
+        if made is None:
             return None
-        _gateway, endpoint, _payload, at, _tag, _key = made
+        at, endpoint = made["at"], made["endpoint"]
         found = intent_row_on_disk(conn, HOST, os.getpid(), at, endpoint)
-        return _insert(conn, *made) if found is None else found
+        if found is not None:
+            return found
+        values = [made[name] for name in ("gateway", "endpoint", "payload", "at", "tag", "key")]
+        return _insert(conn, *values)
 
     def in_flight(self, row: int) -> dict[str, Any] | None:
         """The intent of the create in flight on row ``row``, as a handle's or failed
         create's note carries it (None: none of this process's is): a pending note
         whose row went with a damaged file set aside makes its intent again from it
         (``file.merge_notes``)."""
-        made = self._in_flight.get(row)
+        made = self._in_flight(row)
         if made is None:
             return None
-        gateway, endpoint, payload, at, tag, key = made
-        return {
-            "intent_at": at,
-            "intent_endpoint": endpoint,
-            "intent_gateway": hide_userinfo(gateway),
-            "intent_payload": payload,
-            "intent_tag": tag,
-            "intent_key": key,
-        }
+        note = {f"intent_{name}": made[name] for name in ("at", "endpoint", "payload", "tag")}
+        note.update(intent_gateway=hide_userinfo(made["gateway"]), intent_key=made["key"])
+        return note
 
     def sending(self, row_id: int) -> bool:
         """Whether this process is sending the create of row ``row_id`` right now."""
@@ -274,7 +276,8 @@ class LedgerWrites:
         """The ``submitted_at`` and endpoint of the intent of ``ticket`` (None: no ticket
         of this ledger): a handle's note whose intent has no row here yet names it so,
         as another process may have recorded that intent's note already."""
-        return self._intents.get(ticket)
+        intent = self._intents.get(ticket) if ticket < 0 else None
+        return None if intent is None else (intent["at"], intent["endpoint"])
 
     def record_intent(
         self,
@@ -401,10 +404,9 @@ class LedgerWrites:
         stored = json.dumps(scrub_payload(payload))
         now = _intent_time(self._clock())
         ticket = -next(_TICKETS)
-        self._intents[ticket] = (now, endpoint)
-
         note = {"ticket": ticket, "gateway": gateway, "endpoint": endpoint, "payload": stored}
         note.update(tag=tag, at=now, key=fingerprint)
+        self._intents[ticket] = note
 
         def insert(conn: sqlite3.Connection) -> int:
             # held and kept beside the file, it may be there already: another process
@@ -413,7 +415,7 @@ class LedgerWrites:
             row_id = found or _insert(conn, gateway, endpoint, stored, now, tag, fingerprint)
             self._ids[ticket] = row_id
             SENDING.add((self._key, row_id))
-            self._in_flight[row_id] = (gateway, endpoint, stored, now, tag, fingerprint)
+            self._intents[row_id] = note
             self._file.ids_from = max(self._file.ids_from, row_id)
             return int(row_id)
 
@@ -507,12 +509,12 @@ class LedgerWrites:
             changed = conn.execute(
                 ended + "WHERE id = ? AND request_id IS NULL", (*values, row)
             ).rowcount
-            if not changed:
-                again = self._made_again(conn, row)
-                if again is not None:
-                    conn.execute(ended + "WHERE id = ?", (*values, again))
-                elif not conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
-                    raise LedgerError(f"no ledger row {row} in {self._file.path}")
+            if changed or conn.execute("SELECT 1 FROM tasks WHERE id = ?", (row,)).fetchone():
+                return  # recorded, or its row holds a task already
+            again = self._made_again(conn, row)
+            if again is None:
+                raise LedgerError(f"no ledger row {row} in {self._file.path}")
+            conn.execute(ended + "WHERE id = ?", (*values, again))
 
         # kept in the pending file if a lock keeps it out at exit: merged, a create known
         # to have made nothing reads "not created", not "outcome unknown"

@@ -332,16 +332,9 @@ class _OnDisk:
         return self._intents.setdefault((_utf8(host), pid, at, _utf8(endpoint)), row_id)
 
     def of_process(self, row: int, note: Note) -> bool:
-        """Whether row ``row`` is here and of the process of ``note`` (its host and pid),
-        answered from what was read; a note naming its process otherwise than genwidgets
-        writes it is asked of the file itself, as SQLite compares such values."""
-        host, pid = note.get("host"), note.get("pid")
-        if not (isinstance(host, str) and isinstance(pid, int)):
-            found = self._conn.execute(
-                "SELECT 1 FROM tasks WHERE id = ? AND pid = ? AND host = ?", (row, pid, host)
-            )
-            return found.fetchone() is not None
-        return self._processes.get(row) == (_utf8(host), pid)
+        """Whether row ``row`` is here and of the process of ``note``, a failed create's
+        (its host and pid are a text and an integer: ``_NOTE_FIELDS``)."""
+        return self._processes.get(row) == (_utf8(note["host"]), note["pid"])
 
     def known(self, request_id: str, endpoint: str) -> bool:
         """Whether a row holds the task ``request_id`` of ``endpoint`` already."""

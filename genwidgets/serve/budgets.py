@@ -28,8 +28,10 @@ from ..protocol.records import (
     says_cancelled,
     says_nothing,
 )
-from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
+from .db import CAPS_HELD, KINDS, LOCK_WAIT, MARKS, SCALE, Database, Tx, caps_and_held
+from .fairshare import MAX_WAIT
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
+from .upstream import CONNECT_TIMEOUT, TIMEOUT
 
 __all__ = [
     "ENDING",
@@ -55,6 +57,7 @@ __all__ = [
     "heard",
     "hold_creates",
     "holding_creates",
+    "longest_send",
     "move",
     "rate_limited",
     "refusal",
@@ -88,15 +91,20 @@ GONE_AFTER = 60.0
 #: seconds after which a create still ``sending`` is taken as one whose process stopped
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
-#: seconds after which a create still ``sending`` is likely one whose process stopped:
-#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream);
-#: a server passes its own (``ServeConfig.longest_send``: a longer ``--timeout``)
-LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
     "have been made and billed, so its cost stays reserved until the teacher settles it"
 )
+
+
+def longest_send(
+    queue_wait: float = MAX_WAIT, connect_timeout: float = CONNECT_TIMEOUT, timeout: float = TIMEOUT
+) -> float:
+    """Seconds a create may rightly be ``sending``: its turn, the database's lock, the
+    connect and upstream's answer (the defaults: 125 s). A create sending longer likely
+    lost its process (:func:`reserve`'s ``long_sending``; ``ServeConfig.longest_send``)."""
+    return queue_wait + LOCK_WAIT + connect_timeout + timeout
 
 
 def refusal(
@@ -296,14 +304,16 @@ def reserve(
     *,
     cache_key: str | None = None,
     max_running: int | None = None,
-    long_sending: float = LONG_SENDING,
+    long_sending: float | None = None,
     now: float | None = None,
 ) -> Reservation:
     """Reserve ``amounts`` for the key and its group and record the task as being sent,
     or answer from the group's demo cache, or refuse (a ServeError) saying what is left.
     ``long_sending``: the server's longest send, past which a ``sending`` create holding
-    a running place is said to have likely lost its process (:func:`_running_limit`)."""
+    a running place is said to have likely lost its process (:func:`_running_limit`;
+    None: the defaults', :func:`longest_send`)."""
     now = time.time() if now is None else now
+    long_sending = longest_send() if long_sending is None else long_sending
 
     def work(tx: Tx) -> Reservation:
         found = keys_where(tx, "WHERE name = ? {lock}", (key_name,))

@@ -578,3 +578,19 @@ def test_a_cancel_says_only_whether_to_forward_and_the_task_shows_the_rest(
     assert budgets.cancel_answered(db, task, taken=False)
     assert budgets.task_state(db, task) == "open" and held(db, "alice")["tasks"] == SCALE
 
+
+def test_the_default_longest_send_is_the_default_configurations(db: Database) -> None:
+    """``reserve`` without the server's longest send took 120 s, restated by hand, where
+    the default configuration's is 125 s (its turn, the database's lock, the connect and
+    upstream's answer): a create 123 s in was said to have lost its server. One number."""
+    from genwidgets.serve import ServeConfig, Upstream
+
+    config = ServeConfig(upstream=Upstream("http://127.0.0.1:9", "teacher-key"), database=db)
+    add_key(db, "alice", {}, max_running=1)
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    reserve(db, "alice", IMAGE, amounts, now=then)
+    for at, stopped in ((config.longest_send - 2, False), (config.longest_send + 2, True)):
+        with pytest.raises(ServeError) as refused:
+            reserve(db, "alice", IMAGE, amounts, now=then + at)
+        assert ("stopped mid-send" in refused.value.message) is stopped, (at, refused.value)

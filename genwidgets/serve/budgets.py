@@ -728,9 +728,8 @@ def task_state(db: Database, task_id: str) -> str | None:
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
     (it stays charged, as ``done``) or not (released). Whether the task was unknown when
-    written: a sweep or a poll that settled it meanwhile wins (upstream's answer)."""
-    if task_state(db, task_id) != "unknown":
-        return False
+    written, under its lock: a sweep or a poll that settled it meanwhile wins (upstream's
+    answer)."""
     if not made:
         why = "upstream did not make it (the teacher)"
         return release(db, task_id, "not_made", why, source=("unknown",))

@@ -504,56 +504,62 @@ def _ended_here(task_id: str, tail: str, error: str, error_type: str) -> dict[st
 
 
 async def _follow_up(request: Request, method: str, tail: str) -> Response:
+    """A status or result request, forwarded upstream (a task that ended here, or a
+    demo-cache answer whose first task upstream has not answered yet, answered here)."""
     state = serve_state(request)
     task = await _callers_task(request, state)
-    endpoint = request.path_params["endpoint"]
-    if tail != "cancel" and task[3] == "cancelled" and task[6] == SHARED_CANCEL:
+    if task[3] == "cancelled" and task[6] == SHARED_CANCEL:
         return JSONResponse(_ended_here(task[0], tail, CANCELLED_ERROR, "cancelled"))
-    if tail != "cancel" and task[2] is None and task[3] not in LIVE:  # its first never made
+    if task[2] is None and task[3] not in LIVE:  # its first never made
         return JSONResponse(_ended_here(task[0], tail, task[6] or task[3], task[3]))
-    if task[2] is None and tail != "cancel":
-        # a demo-cache answer whose first task upstream has not answered yet: queued
+    if task[2] is None:  # a demo-cache answer whose first task upstream has not answered yet
         queued = {"request_id": task[0], "status": "IN_QUEUE"}
         return JSONResponse(queued, status_code=202 if tail == "response" else 200)
+    path = queue_url("", request.path_params["endpoint"], task[2]) + f"/{tail}"
+    try:
+        answer = await state.config.upstream.send(method, path)
+    except ServeError as fault:
+        return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
+    return await _answered(request, state, task, tail, answer)
+
+
+async def cancel_task(request: Request) -> Response:
+    """A student's cancel: counted in flight with the task (``budgets.ask_cancel``) until
+    upstream's answer, or its fault, says whether it may have been applied
+    (``budgets.cancel_answered``)."""
+    state = serve_state(request)
+    task = await _callers_task(request, state)
     db = state.config.database
-    cancel = tail == "cancel"
-    way: str = "forward"
-    if cancel:  # counted in flight with the task until cancel_answered
-        way, _ = await run_in_threadpool(ask_cancel, db, task[0])
+    way = await run_in_threadpool(ask_cancel, db, task[0])
     if way == "alone":  # its upstream task is shared with others: only ours ends
         return JSONResponse({"request_id": task[0], "status": "CANCELLATION_REQUESTED"})
     if way == "ended":  # as the gateway answers a finished task's cancel; upstream not asked
         return detail(400, "Task already completed")
-    path = queue_url("", endpoint, task[2]) + f"/{tail}"
+    path = queue_url("", request.path_params["endpoint"], task[2]) + "/cancel"
     try:
-        answer = await state.config.upstream.send(method, path)
+        answer = await state.config.upstream.send("PUT", path)
     except ServeError as fault:  # a cancel that may have reached upstream stays asked
-        if cancel:
-            undone = await run_in_threadpool(
-                partial(cancel_answered, db, task[0], taken=fault.sent)
-            )
-        if cancel and not fault.sent:  # it never left: the task is as it was
-            said = (
-                "nothing was cancelled, try again"
-                if undone
-                # not undone: another is in flight now (stamped, not stale) or one was taken
-                else "this cancel was not sent, but an earlier cancel of the task is on its "
-                "way or may have reached the gateway: it is being cancelled"
-            )
-            return _failure(
-                502, "UPSTREAM_UNAVAILABLE", f"{_UPSTREAM_FAILED}{fault.message}; {said}"
-            )
-        return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
+        undone = await run_in_threadpool(partial(cancel_answered, db, task[0], taken=fault.sent))
+        if fault.sent:
+            return _failure(502, "UPSTREAM_UNAVAILABLE", _UPSTREAM_FAILED + fault.message)
+        said = (  # it never left: the task is as it was
+            "nothing was cancelled, try again"
+            if undone
+            # not undone: another is in flight now (stamped, not stale) or one was taken
+            else "this cancel was not sent, but an earlier cancel of the task is on its "
+            "way or may have reached the gateway: it is being cancelled"
+        )
+        return _failure(502, "UPSTREAM_UNAVAILABLE", f"{_UPSTREAM_FAILED}{fault.message}; {said}")
     # refused: the task is as it was. A 5xx may have been applied (a proxy's 504), but a
     # rate limit under any status is a refusal, as for a create (the replicate dialect's 503)
-    refused_cancel = answer.refused and (
+    refused = answer.refused and (
         answer.status < 500 or says_rate_limited(answer.status, answer.body)
     )
-    if cancel:  # undone only if no other cancel of the task is in flight or was taken
-        await run_in_threadpool(partial(cancel_answered, db, task[0], taken=not refused_cancel))
-    if cancel and refused_cancel and answer.status >= 500:
+    # undone only if no other cancel of the task is in flight or was taken
+    await run_in_threadpool(partial(cancel_answered, db, task[0], taken=not refused))
+    if refused and answer.status >= 500:
         return await _passed_on(state, answer, refused_create=False)
-    if cancel and answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
+    if answer.status >= 500:  # a proxy's 504 while upstream applied it: still asked
         return _failure(
             502,
             "UPSTREAM_ERROR",
@@ -561,6 +567,15 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
             "have been applied, so the task stays being cancelled (and charged); cancel "
             "again or poll its status",
         )
+    return await _answered(request, state, task, "cancel", answer)
+
+
+async def _answered(
+    request: Request, state: ServeState, task: tuple[Any, ...], tail: str, answer: UpstreamAnswer
+) -> Response:
+    """Upstream's answer to a follow-up (``tail``: status, response or cancel) as the
+    student sees it; a status or a result that says the task ended settles it."""
+    db = state.config.database
     if answer.task_unknown:  # gone upstream, once old enough: it frees its key's place
         await run_in_threadpool(forgotten, db, task[0])
         return detail(404, "Request not found")
@@ -590,15 +605,15 @@ async def _follow_up(request: Request, method: str, tail: str) -> Response:
     if answer.refused or answer.body is None:
         return await _passed_on(state, answer, refused_create=False)
     upstream = state.config.upstream.base_url
+    endpoint = request.path_params["endpoint"]
     body = _rewrite(answer.body, _base(request), endpoint, task[0], upstream)
-    if not cancel:
+    if tail != "cancel":  # a cancel's answer says nothing of how the task ended
         await run_in_threadpool(partial(settle, db, task[0], body, seen=task[3]))
     return JSONResponse(body, status_code=answer.status)
 
 
 get_status = partial(_follow_up, method="GET", tail="status")
 get_result = partial(_follow_up, method="GET", tail="response")
-cancel_task = partial(_follow_up, method="PUT", tail="cancel")
 
 
 async def index(request: Request) -> Response:

@@ -28,8 +28,10 @@ from ..protocol.records import (
     says_cancelled,
     says_nothing,
 )
-from .db import CAPS_HELD, KINDS, MARKS, SCALE, Database, Tx, caps_and_held
+from .db import CAPS_HELD, KINDS, LOCK_WAIT, MARKS, SCALE, Database, Tx, caps_and_held
+from .fairshare import MAX_WAIT
 from .keys import KEY_FIELDS, KeyRecord, hash_token, keys_where, to_stored
+from .upstream import CONNECT_TIMEOUT, TIMEOUT
 
 __all__ = [
     "ENDING",
@@ -55,6 +57,7 @@ __all__ = [
     "heard",
     "hold_creates",
     "holding_creates",
+    "longest_send",
     "move",
     "rate_limited",
     "refusal",
@@ -88,15 +91,20 @@ GONE_AFTER = 60.0
 #: seconds after which a create still ``sending`` is taken as one whose process stopped
 #: mid-send: it becomes ``unknown`` (still reserved), so it no longer holds a running place
 STALE_SENDING = 600.0
-#: seconds after which a create still ``sending`` is likely one whose process stopped:
-#: the defaults' longest send (a 30 s turn, 60 s for the database's lock, 30 s upstream);
-#: a server passes its own (``ServeConfig.longest_send``: a longer ``--timeout``)
-LONG_SENDING = 120.0
 #: why a task upstream no longer knows is ``unknown`` (spec 2.4)
 GONE = (
     "upstream answered 404 Request not found for it (it restarted or forgot it): it may "
     "have been made and billed, so its cost stays reserved until the teacher settles it"
 )
+
+
+def longest_send(
+    queue_wait: float = MAX_WAIT, connect_timeout: float = CONNECT_TIMEOUT, timeout: float = TIMEOUT
+) -> float:
+    """Seconds a create may rightly be ``sending``: its turn, the database's lock, the
+    connect and upstream's answer (the defaults: 125 s). A create sending longer likely
+    lost its process (:func:`reserve`'s ``long_sending``; ``ServeConfig.longest_send``)."""
+    return queue_wait + LOCK_WAIT + connect_timeout + timeout
 
 
 def refusal(
@@ -147,22 +155,17 @@ def hold_creates(
     ever lengthened, a 3600 s quota was still told after upstream had come to say 5 s."""
     now = time.time() if now is None else now
 
+    upsert = (
+        "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
+        "DO UPDATE SET until = excluded.until"
+    )
+
     def work(tx: Tx) -> None:
-        tx.run(
-            "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-            "DO UPDATE SET until = excluded.until WHERE holds.until < excluded.until",
-            (what, now + wait),
-        )
-        if told is None:
-            return
-        if told <= wait:
+        tx.run(upsert + " WHERE holds.until < excluded.until", (what, now + wait))
+        if told is not None and told <= wait:
             tx.run("DELETE FROM holds WHERE name = ?", (TOLD,))
-        else:
-            tx.run(
-                "INSERT INTO holds (name, until) VALUES (?, ?) ON CONFLICT (name) "
-                "DO UPDATE SET until = excluded.until",
-                (TOLD, now + told),
-            )
+        elif told is not None:
+            tx.run(upsert, (TOLD, now + told))
 
     db.run(work)
 
@@ -301,14 +304,16 @@ def reserve(
     *,
     cache_key: str | None = None,
     max_running: int | None = None,
-    long_sending: float = LONG_SENDING,
+    long_sending: float | None = None,
     now: float | None = None,
 ) -> Reservation:
     """Reserve ``amounts`` for the key and its group and record the task as being sent,
     or answer from the group's demo cache, or refuse (a ServeError) saying what is left.
     ``long_sending``: the server's longest send, past which a ``sending`` create holding
-    a running place is said to have likely lost its process (:func:`_running_limit`)."""
+    a running place is said to have likely lost its process (:func:`_running_limit`;
+    None: the defaults', :func:`longest_send`)."""
     now = time.time() if now is None else now
+    long_sending = longest_send() if long_sending is None else long_sending
 
     def work(tx: Tx) -> Reservation:
         found = keys_where(tx, "WHERE name = ? {lock}", (key_name,))
@@ -454,24 +459,20 @@ def cancels_in_flight(count: Any, sent_at: Any, now: float) -> int:
     return int(count) if fresh else 0
 
 
-def ask_cancel(
-    db: Database, task_id: str, *, now: float | None = None
-) -> tuple[CancelWay, str | None]:
-    """A student's cancel: whether to forward it, and the state this cancel moved the
-    task from (None when it moved nothing: a second cancel finds it ``cancelling``). A
-    task that shares an upstream task with
+def ask_cancel(db: Database, task_id: str, *, now: float | None = None) -> CancelWay:
+    """A student's cancel: whether to forward it. A task that shares an upstream task with
     others (a demo-cache answer; the sent task while demo-cache answers still follow it)
     ends alone, at once, ``cancelled`` (the sent one still charged), and the shared task
     runs on, never cancelled. Else it is asked first (``cancelling``), so a poll that sees
     it end meanwhile settles it cancelled, charged; asked again while ``cancelling`` (its
     first answer may never have come), it is forwarded again. Each forwarded cancel is
     counted in flight with the task until :func:`cancel_answered`, stamped when sent
-    (:func:`cancels_in_flight`). Any other state has
-    ended here, a task cancelled alone too: never forwarded, or a second cancel would end
-    the shared task after all (docs/decisions.md#serve-reservations)."""
+    (:func:`cancels_in_flight`). Any other state has ended here, a task cancelled alone
+    too: never forwarded, or a second cancel would end the shared task after all
+    (docs/decisions.md#serve-reservations)."""
     now = time.time() if now is None else now
 
-    def work(tx: Tx) -> tuple[CancelWay, str | None]:
+    def work(tx: Tx) -> CancelWay:
         row = tx.one(  # as a create that follows it takes this lock: none slips in after
             "SELECT state, cached_from, cancels_out, cancel_sent_at FROM tasks WHERE id = ? {lock}",
             (task_id,),
@@ -480,34 +481,33 @@ def ask_cancel(
             "SELECT COUNT(*) FROM tasks WHERE cached_from = ? AND state = 'open'", (task_id,)
         )
         if row is None or row[0] not in ("open", "unknown", "cancelling"):
-            return "ended", None
+            return "ended"
         if row[0] == "cancelling":  # nobody follows a task being cancelled
             out = cancels_in_flight(row[2], row[3], now)
             tx.run(
                 "UPDATE tasks SET cancels_out = ?, cancel_sent_at = ? WHERE id = ?",
                 (out + 1, now, task_id),
             )
-            return "forward", None
+            return "forward"
         if row[1] is not None or (followed is not None and int(followed[0])):
             tx.run(
                 "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ? WHERE id = ?",
                 (SHARED_CANCEL, now, task_id),
             )
-            return "alone", str(row[0])
+            return "alone"
         tx.run(
             "UPDATE tasks SET state = 'cancelling', cancel_from = ?, cancels_out = 1, "
             "cancel_taken = 0, cancel_sent_at = ? WHERE id = ?",
             (row[0], now, task_id),
         )
-        return "forward", str(row[0])
+        return "forward"
 
     return db.run(work)
 
 
 #: what :func:`cancel_answered` and :func:`end_stale_cancels` read of a task
-_CANCEL_ROW = (
-    "SELECT state, cancels_out, cancel_taken, cancel_from, failed_upstream, error, "
-    "cancel_sent_at FROM tasks WHERE id = ? {lock}"
+_CANCEL_COLUMNS = (
+    "state, cancels_out, cancel_taken, cancel_from, failed_upstream, error, cancel_sent_at"
 )
 
 
@@ -526,7 +526,7 @@ def cancel_answered(db: Database, task_id: str, *, taken: bool, now: float | Non
     now = time.time() if now is None else now
 
     def work(tx: Tx) -> bool:
-        row = tx.one(_CANCEL_ROW, (task_id,))
+        row = tx.one(f"SELECT {_CANCEL_COLUMNS} FROM tasks WHERE id = ? {{lock}}", (task_id,))
         if row is None:
             return False
         out = max(0, cancels_in_flight(row[1], row[6], now) - 1)
@@ -541,7 +541,7 @@ def cancel_answered(db: Database, task_id: str, *, taken: bool, now: float | Non
 
 
 def _undo_cancel(tx: Tx, task_id: str, row: Sequence[Any]) -> bool:
-    """No cancel of the task in flight and none taken (``row`` as :data:`_CANCEL_ROW`):
+    """No cancel of the task in flight and none taken (``row`` as :data:`_CANCEL_COLUMNS`):
     put back as the first cancel found it, or, ended on upstream's failure while being
     cancelled, ``failed`` and given back. Whether it was undone."""
     if row[0] == "cancelling" and row[3] is not None:
@@ -558,16 +558,16 @@ def end_stale_cancels(tx: Tx, now: float) -> None:
     the answers: :func:`cancels_in_flight`) are as if those were answered, not taken
     (none is known to have left; a taken one is remembered as ``cancel_taken``): a task
     still ``cancelling`` is put back, one settled ``cancelled`` on upstream's failure is
-    ``failed`` and given back. The sweep does it with no upstream needed."""
+    ``failed`` and given back. The sweep does it with no upstream needed. One read, under
+    the tasks' locks: on PostgreSQL a task asked again meanwhile is read as it is then,
+    its stamp fresh, and passed over."""
     stale = tx.rows(
-        "SELECT id FROM tasks WHERE state IN ('cancelling', 'cancelled') AND cancels_out > 0 "
-        "AND (cancel_sent_at IS NULL OR cancel_sent_at < ?)",
+        f"SELECT id, {_CANCEL_COLUMNS} FROM tasks WHERE state IN ('cancelling', 'cancelled') "
+        "AND cancels_out > 0 AND (cancel_sent_at IS NULL OR cancel_sent_at < ?) "
+        "ORDER BY id {lock}",
         (now - STALE_SENDING,),
     )
-    for (task_id,) in stale:
-        row = tx.one(_CANCEL_ROW, (task_id,))
-        if row is None or cancels_in_flight(row[1], row[6], now):  # asked again meanwhile
-            continue
+    for task_id, *row in stale:
         tx.run("UPDATE tasks SET cancels_out = 0 WHERE id = ?", (task_id,))
         if not row[2]:
             _undo_cancel(tx, task_id, row)
@@ -728,9 +728,8 @@ def task_state(db: Database, task_id: str) -> str | None:
 def resolve_unknown(db: Database, task_id: str, *, made: bool) -> bool:
     """The teacher's word on a create whose outcome was unknown: upstream ``made`` it
     (it stays charged, as ``done``) or not (released). Whether the task was unknown when
-    written: a sweep or a poll that settled it meanwhile wins (upstream's answer)."""
-    if task_state(db, task_id) != "unknown":
-        return False
+    written, under its lock: a sweep or a poll that settled it meanwhile wins (upstream's
+    answer)."""
     if not made:
         why = "upstream did not make it (the teacher)"
         return release(db, task_id, "not_made", why, source=("unknown",))

@@ -36,14 +36,13 @@ from .budgets import (
     holding_creates,
     price_table,
     resolve_unknown,
-    task_state,
     tasks_of,
 )
 from .config import ServeConfig
 from .db import KINDS, Database
 from .keys import add_group, add_key, add_keys, list_keys, revoke_key, rotate_key, set_caps
 from .sweep import give_up_sending
-from .upstream import Upstream
+from .upstream import TIMEOUT, Upstream
 from .usage import usage, usage_csv
 
 __all__ = ["JSON_FLAG", "add_serve_arguments", "say", "serve"]
@@ -145,7 +144,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate", type=_cap(float), default=20.0, help="requests a second per key (0: no cap)"
     )
     parser.add_argument(
-        "--timeout", type=_seconds, default=30.0, help="seconds to wait upstream (more than 0)"
+        "--timeout", type=_seconds, default=TIMEOUT, help="seconds to wait upstream (more than 0)"
     )
     parser.add_argument(
         "--upstream-rate",
@@ -383,11 +382,16 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
         # no server running again (the class is over) it was refused for ever
         db.run(partial(give_up_sending, now=time.time()))
         if not resolve_unknown(db, args.settle, made=args.made):
-            state = task_state(db, args.settle)
-            if state is None:
+            row = db.run(
+                lambda tx: tx.one(
+                    "SELECT state, created_at FROM tasks WHERE id = ?", (args.settle,)
+                ),
+                write=False,
+            )
+            if row is None:
                 raise GenwidgetsError(f"no task {args.settle!r}: see serve tasks --state unknown")
-            why = _why(state, _sending_left(db, args.settle))
-            raise GenwidgetsError(f"task {args.settle!r} is {state}, not unknown: {why}")
+            why = _why(row[0], max(0.0, row[1] + STALE_SENDING - time.time()))
+            raise GenwidgetsError(f"task {args.settle!r} is {row[0]}, not unknown: {why}")
         say(args, {"id": args.settle, "made": args.made}, f"{args.settle}: settled")
         return 0
     found = tasks_of(db, state=args.state, key=args.key)
@@ -397,14 +401,6 @@ def _tasks(db: Database, args: argparse.Namespace) -> int:
     ]
     say(args, {"tasks": found}, "\n".join(lines) or "no tasks")
     return 0
-
-
-def _sending_left(db: Database, task_id: str) -> float:
-    """Seconds until a create still ``sending`` is given up as ``unknown``."""
-    row = db.run(
-        lambda tx: tx.one("SELECT created_at FROM tasks WHERE id = ?", (task_id,)), write=False
-    )
-    return STALE_SENDING if row is None else max(0.0, row[0] + STALE_SENDING - time.time())
 
 
 def _why(state: str, sending_left: float = STALE_SENDING) -> str:

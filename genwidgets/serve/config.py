@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..simulator.faults import RateLimiter
-from .budgets import STALE_SENDING, price_table
+from .budgets import STALE_SENDING, longest_send, price_table
 from .db import LOCK_WAIT, Database
-from .fairshare import FairGate
+from .fairshare import MAX_WAIT, FairGate
 from .upstream import Upstream
 
 __all__ = ["MAX_BODY", "ServeConfig", "ServeState"]
@@ -39,7 +39,7 @@ class ServeConfig:
     #: creates a second sent upstream from this process, in turn by key (None: no cap)
     upstream_rate: float | None = None
     #: seconds a create waits for its turn before a 429
-    queue_wait: float = 30.0
+    queue_wait: float = MAX_WAIT
     #: a path every route sits under, as behind JupyterHub's proxy (``/services/class/``)
     prefix: str = ""
 
@@ -73,11 +73,8 @@ class ServeConfig:
 
     @property
     def longest_send(self) -> float:
-        """Seconds a create may rightly be ``sending``: its turn, the database's lock, the
-        connect and upstream's answer. A create sending longer likely lost its process
-        (:func:`~.budgets.reserve`'s ``long_sending``)."""
-        upstream = self.upstream
-        return self.queue_wait + LOCK_WAIT + upstream.connect_timeout + upstream.timeout
+        """Seconds a create may rightly be ``sending`` here (:func:`~.budgets.longest_send`)."""
+        return longest_send(self.queue_wait, self.upstream.connect_timeout, self.upstream.timeout)
 
     @property
     def mount(self) -> str:

@@ -16,13 +16,16 @@ from collections import OrderedDict, deque
 
 from .._workers import wait_within
 
-__all__ = ["FairGate"]
+__all__ = ["MAX_WAIT", "FairGate"]
+
+#: seconds a create waits for its turn, by default (``ServeConfig.queue_wait``)
+MAX_WAIT = 30.0
 
 
 class FairGate:
     """Turns for upstream creates, one every ``1 / rate`` seconds, round robin by key."""
 
-    def __init__(self, rate: float | None, max_wait: float = 30.0) -> None:
+    def __init__(self, rate: float | None, max_wait: float = MAX_WAIT) -> None:
         self.rate, self.max_wait = rate, max_wait
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self._next_free = 0.0

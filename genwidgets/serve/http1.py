@@ -8,6 +8,7 @@ back to the pool only after a complete answer, never leaving bytes for the next 
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 from collections import deque
@@ -16,10 +17,12 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 import h11
+import httpx
 
 from .._config import hide_userinfo
 from .._workers import wait_within
 from ..errors import UpstreamFault
+from ..protocol.body import failure_words
 
 __all__ = ["Answer", "Http1Pool", "UpstreamFault"]
 
@@ -149,6 +152,7 @@ class Http1Pool:
         self._host = parts.hostname
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._authority = parts.netloc.rpartition("@")[2]
+        self._origin = f"{parts.scheme}://{self._authority}"
         self._prefix = parts.path.rstrip("/")
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.max_idle, self.keep_idle = max_idle, keep_idle
@@ -164,7 +168,7 @@ class Http1Pool:
             try:
                 await wait_within(slots.acquire(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
-                raise UpstreamFault("no upstream connection was free in time", sent=False) from None
+                raise self._fault(httpx.PoolTimeout, sent=False) from None
         else:
             await slots.acquire()
         return slots
@@ -192,15 +196,32 @@ class Http1Pool:
                 self.connect_timeout,
             )
         except asyncio.TimeoutError:
-            raise UpstreamFault(
-                "cannot reach the upstream gateway (ConnectTimeout)", sent=False
-            ) from None
-        except (OSError, ssl.SSLError) as exc:
-            raise UpstreamFault(
-                f"cannot reach the upstream gateway (ConnectError: {type(exc).__name__})",
-                sent=False,
-            ) from None
+            raise self._fault(httpx.ConnectTimeout, sent=False, unreached=True) from None
+        except ssl.SSLError as exc:  # the client says the TLS library's words
+            raise self._fault(httpx.ConnectError, str(exc), sent=False, unreached=True) from None
+        except OSError as exc:  # the reason beneath it: ``connection refused``
+            raise self._fault(httpx.ConnectError, sent=False, unreached=True, cause=exc) from None
         return conn
+
+    def _fault(
+        self,
+        kind: type[httpx.TransportError],
+        detail: str = "",
+        *,
+        sent: bool,
+        unreached: bool = False,
+        cause: BaseException | None = None,
+    ) -> UpstreamFault:
+        """A failure said as the client says httpx's ``kind`` of it, naming this origin
+        (``protocol.body.failure_words``, the one home of those words); ``unreached``:
+        after "cannot reach the upstream gateway", as the client says "cannot reach the
+        gateway"."""
+        failed = kind(detail, request=httpx.Request("GET", self._origin))
+        failed.__cause__ = cause
+        said = failure_words(failed)
+        return UpstreamFault(
+            f"cannot reach the upstream gateway: {said}" if unreached else said, sent=sent
+        )
 
     async def request(
         self,
@@ -242,27 +263,24 @@ class Http1Pool:
                 return answer
             except _StaleConnection:
                 if method != "GET" or attempt == 2:
-                    raise UpstreamFault(
-                        "the upstream connection failed (RemoteProtocolError)", sent=True
-                    ) from None
+                    raise self._fault(httpx.RemoteProtocolError, _CLOSED, sent=True) from None
             except _TooLarge:
                 raise UpstreamFault(
                     f"upstream's answer was over {_size(max_body)}", sent=True
                 ) from None
             except TimeoutError:
-                raise UpstreamFault(
-                    "the upstream gateway did not answer in time (ReadTimeout)", sent=sent
-                ) from None
+                raise self._fault(httpx.ReadTimeout, sent=sent) from None
             except (h11.LocalProtocolError, UnicodeEncodeError):
                 # never its text: h11 quotes the whole refused value (the key's header)
                 raise UpstreamFault(
                     "a header of the request could not be sent (a character no header may carry)",
                     sent=False,
                 ) from None
-            except (h11.RemoteProtocolError, OSError) as exc:
-                raise UpstreamFault(
-                    f"the upstream connection failed ({type(exc).__name__})", sent=sent
-                ) from None
+            except h11.RemoteProtocolError as exc:  # h11's words: what was malformed
+                raise self._fault(httpx.RemoteProtocolError, str(exc), sent=sent) from None
+            except OSError as exc:
+                reason = os.strerror(exc.errno).lower() if exc.errno else ""
+                raise self._fault(httpx.ReadError, reason, sent=sent) from None
             finally:
                 slots.release()
                 if conn is not None:
@@ -306,6 +324,10 @@ class Http1Pool:
 def _size(count: int) -> str:
     """A byte count as said to a student: ``8 MB`` when whole megabytes."""
     return f"{count >> 20} MB" if count and not count % (1 << 20) else f"{count} bytes"
+
+
+#: httpx's words for a connection closed before any byte of the answer
+_CLOSED = "Server disconnected without sending a response."
 
 
 class _TooLarge(Exception):

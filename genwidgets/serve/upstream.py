@@ -120,6 +120,10 @@ def _finite(number: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: seconds upstream's answer is waited for, and its connect (``--timeout``'s default)
+TIMEOUT, CONNECT_TIMEOUT = 30.0, 5.0
+
+
 class Upstream:
     """Keep-alive connections to ``base_url`` (:class:`~.http1.Http1Pool`) that sign every
     request with ``key`` (the teacher's; wrapped as a :class:`~genwidgets._config.Secret`
@@ -130,8 +134,8 @@ class Upstream:
         base_url: str,
         key: str | Secret,
         *,
-        timeout: float = 30.0,
-        connect_timeout: float = 5.0,
+        timeout: float = TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         if not (math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"the upstream timeout is seconds more than 0, not {timeout}")

@@ -192,7 +192,7 @@ def test_only_the_last_cancel_in_flight_none_taken_puts_the_task_back(
         task_id = budgets.reserve(db, "alice", IMAGE, amounts).task_id
         budgets.move(db, task_id, "unknown", error="upstream answered 502")
         ways = [budgets.ask_cancel(db, task_id) for _ in range(2)]
-        assert ways == [("forward", "unknown"), ("forward", None)]
+        assert ways == ["forward", "forward"]
         first = budgets.cancel_answered(db, task_id, taken=taken == "first")
         assert not first and budgets.task_state(db, task_id) == "cancelling"
         second = budgets.cancel_answered(db, task_id, taken=taken == "second")
@@ -230,22 +230,22 @@ def test_a_cancel_left_in_flight_by_a_killed_server_is_no_longer_counted_once_st
     amounts = budgets.charge_of(IMAGE, ONE, {})
     task = budgets.reserve(db, "alice", IMAGE, amounts).task_id
     budgets.move(db, task, "unknown", error="upstream answered 502")
-    assert budgets.ask_cancel(db, task) == ("forward", "unknown")
+    assert budgets.ask_cancel(db, task) == "forward"
     db = _restarted(db)  # its answer never came
     later = time.time() + budgets.STALE_SENDING + 60
-    assert budgets.ask_cancel(db, task, now=later) == ("forward", None)
+    assert budgets.ask_cancel(db, task, now=later) == "forward"
     assert budgets.cancel_answered(db, task, taken=False, now=later)  # it never left
     assert budgets.task_state(db, task) == "unknown"
 
     other = budgets.reserve(db, "alice", IMAGE, amounts).task_id
     budgets.move(db, other, "open", upstream_id="up-1")
-    assert budgets.ask_cancel(db, other) == ("forward", "open")
+    assert budgets.ask_cancel(db, other) == "forward"
     db = _restarted(db)
     _settle_stale(db, time.time())  # still in flight as far as anyone knows: kept
     assert budgets.task_state(db, other) == "cancelling"
     _settle_stale(db, time.time() + budgets.STALE_SENDING + 60)
     assert budgets.task_state(db, other) == "open"
-    assert budgets.ask_cancel(db, other) == ("forward", "open")  # asked as a first again
+    assert budgets.ask_cancel(db, other) == "forward"  # asked as a first again
 
 
 def test_a_task_failed_upstream_while_its_killed_servers_cancel_was_out_is_given_back(
@@ -261,7 +261,7 @@ def test_a_task_failed_upstream_while_its_killed_servers_cancel_was_out_is_given
     failed = {"request_id": "r1", "status": "FAILED", "error": "the model crashed"}
     task = budgets.reserve(db, "alice", IMAGE, amounts).task_id
     budgets.move(db, task, "open", upstream_id="up-1")
-    assert budgets.ask_cancel(db, task) == ("forward", "open")
+    assert budgets.ask_cancel(db, task) == "forward"
     db = _restarted(db)
     assert budgets.settle(db, task, failed)
     assert budgets.task_state(db, task) == "cancelled" and spent(db, "alice")["tasks"] == 1
@@ -297,6 +297,6 @@ def test_a_task_an_older_version_left_cancelling_is_settled_by_the_same_rule(
     monkeypatch.undo()
     db = Database(path)
     db.migrate()
-    assert budgets.ask_cancel(db, task) == ("forward", None)
+    assert budgets.ask_cancel(db, task) == "forward"
     assert budgets.cancel_answered(db, task, taken=False)  # refused: nothing cancelled
     assert budgets.task_state(db, task) == "unknown"

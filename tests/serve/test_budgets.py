@@ -27,7 +27,7 @@ from genwidgets.serve.budgets import (
     tasks_of,
     unanswered,
 )
-from genwidgets.serve.db import Database
+from genwidgets.serve.db import SCALE, Database
 from genwidgets.serve.keys import add_group, add_key, list_keys
 
 
@@ -170,13 +170,11 @@ def test_a_task_cancelled_alone_is_never_cancelled_upstream_by_a_second_cancel(
     move(db, sent, "open", upstream_id="up-1")
     follows = reserve(db, "other", IMAGE, amounts, cache_key="seeded")
     assert follows.cached
-    assert [ask_cancel(db, sent) for _ in range(2)] == [("alone", "open"), ("ended", None)]
-    ended_alone = [("alone", "open"), ("ended", None)]
-    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ended_alone
+    assert [ask_cancel(db, sent) for _ in range(2)] == ["alone", "ended"]
+    assert [ask_cancel(db, follows.task_id) for _ in range(2)] == ["alone", "ended"]
     lone = reserve(db, "first", IMAGE, amounts).task_id
     move(db, lone, "open", upstream_id="up-2")
-    # the second moved nothing: only the first may undo its move
-    assert [ask_cancel(db, lone) for _ in range(2)] == [("forward", "open"), ("forward", None)]
+    assert [ask_cancel(db, lone) for _ in range(2)] == ["forward", "forward"]
     states = {t["id"]: (t["state"], t["charged"]) for t in tasks_of(db)}
     assert states[sent] == ("cancelled", True) and states[lone] == ("cancelling", True)
     assert states[follows.task_id] == ("cancelled", False)
@@ -514,3 +512,85 @@ def test_a_create_within_this_configurations_longest_send_is_not_called_stopped(
     with pytest.raises(ServeError) as stuck:  # past this configuration's longest send
         another_create(config.longest_send + 10)
     assert "stopped mid-send" in stuck.value.message
+
+
+class _Counted:
+    """A transaction's statements, counted as they run (the reads of ``tasks``)."""
+
+    def __init__(self, tx: Any) -> None:
+        self.tx, self.reads = tx, 0
+
+    def _counted(self, text: str) -> None:
+        self.reads += text.lstrip().startswith("SELECT") and " FROM tasks " in text
+
+    def run(self, text: str, params: Any = ()) -> int:
+        return int(self.tx.run(text, params))
+
+    def rows(self, text: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        self._counted(text)
+        return list(self.tx.rows(text, params))
+
+    def one(self, text: str, params: Any = ()) -> tuple[Any, ...] | None:
+        self._counted(text)
+        return self.tx.one(text, params)  # type: ignore[no-any-return]
+
+
+def test_cancels_left_stale_are_ended_from_one_read_of_the_tasks(db: Database) -> None:
+    """The sweep's end of stale cancels read the tasks, then each task again under its
+    lock: one read, locked, finds them and their rows. A task put back, one asked again
+    meanwhile (its stamp fresh) kept."""
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    stale = []
+    for n in range(3):
+        task = reserve(db, "alice", IMAGE, amounts).task_id
+        move(db, task, "open", upstream_id=f"up-{n}")
+        ask_cancel(db, task, now=then)
+        stale.append(task)
+    later = then + budgets.STALE_SENDING + 60
+    ask_cancel(db, stale[2], now=later)  # asked again: in flight, fresh
+    counted: list[_Counted] = []
+
+    def work(tx: Any) -> None:
+        counted.append(_Counted(tx))
+        budgets.end_stale_cancels(counted[0], later)  # type: ignore[arg-type]
+
+    db.run(work)
+    assert counted[0].reads == 1
+    states = [budgets.task_state(db, task) for task in stale]
+    assert states == ["open", "open", "cancelling"]
+
+
+def test_a_cancel_says_only_whether_to_forward_and_the_task_shows_the_rest(
+    db: Database,
+) -> None:
+    """``ask_cancel`` answered the state it moved the task from too, which no caller
+    read: its way only; the task's state and its key's balance show what it did. Two
+    cancels forwarded and both answered unsent put it back as the first found it."""
+    add_key(db, "alice", {})
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    task = reserve(db, "alice", IMAGE, amounts).task_id
+    move(db, task, "open", upstream_id="up-1")
+    assert [ask_cancel(db, task) for _ in range(2)] == ["forward", "forward"]
+    assert budgets.task_state(db, task) == "cancelling" and held(db, "alice")["tasks"] == SCALE
+    assert not budgets.cancel_answered(db, task, taken=False)  # the other still out
+    assert budgets.cancel_answered(db, task, taken=False)
+    assert budgets.task_state(db, task) == "open" and held(db, "alice")["tasks"] == SCALE
+
+
+def test_the_default_longest_send_is_the_default_configurations(db: Database) -> None:
+    """``reserve`` without the server's longest send took 120 s, restated by hand, where
+    the default configuration's is 125 s (its turn, the database's lock, the connect and
+    upstream's answer): a create 123 s in was said to have lost its server. One number."""
+    from genwidgets.serve import ServeConfig, Upstream
+
+    config = ServeConfig(upstream=Upstream("http://127.0.0.1:9", "teacher-key"), database=db)
+    add_key(db, "alice", {}, max_running=1)
+    amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
+    then = time.time()
+    reserve(db, "alice", IMAGE, amounts, now=then)
+    for at, stopped in ((config.longest_send - 2, False), (config.longest_send + 2, True)):
+        with pytest.raises(ServeError) as refused:
+            reserve(db, "alice", IMAGE, amounts, now=then + at)
+        assert ("stopped mid-send" in refused.value.message) is stopped, (at, refused.value)

@@ -636,3 +636,36 @@ def test_a_create_left_sending_past_its_time_is_settled_without_a_server(
         budgets.task_state(db, stale) == "not_made" and budgets.task_state(db, recent) == "sending"
     )
     db.close()
+
+
+def test_a_settle_refused_reads_the_task_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tasks --settle`` of a task that is not unknown read it three times: its state to
+    decide, its state again and its age to say why. The settle is tried under the
+    task's lock (it moves only an unknown task) and the refusal read once, state and
+    age together; it says the same."""
+    from genwidgets.serve import budgets
+    from genwidgets.serve.db import Tx
+
+    database = tmp_path / "class.db"
+    db = Database(database)
+    db.migrate()
+    add_key(db, "alice", {})
+    amounts = budgets.charge_of("genW2.5-t2i-preview", {"prompt": "x", "n": 1}, {})
+    sending = budgets.reserve(db, "alice", "genW2.5-t2i-preview", amounts).task_id
+    db.close()
+    reads: list[str] = []
+    rows = Tx.rows
+
+    def counted(tx: Tx, text: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if text.startswith("SELECT") and "FROM tasks WHERE id = ?" in text:
+            reads.append(text)  # the release's read, under the task's lock, is its write's
+        return rows(tx, text, params)
+
+    monkeypatch.setattr(Tx, "rows", counted)
+    for made in ("--made", "--not-made"):
+        reads.clear()
+        code, _, err = run(capsys, "--database", str(database), "tasks", made, "--settle", sending)
+        assert code == 2 and "still being sent" in err and "in 10 minutes" in err, err
+        assert len([text for text in reads if "{lock}" not in text]) == 1, reads

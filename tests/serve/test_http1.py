@@ -239,3 +239,37 @@ def test_a_header_h11_refuses_is_a_fault_that_does_not_quote_it() -> None:
         assert "secret-value" not in str(caught.value) and "header" in str(caught.value)
 
     run(lambda n, request: ok(), test)
+
+
+def test_faults_are_said_in_the_clients_words_without_class_names() -> None:
+    """The pool made its own words for a failed connect ("cannot reach the upstream
+    gateway (ConnectError: ConnectionRefusedError)") and named h11's and Python's classes
+    for the others: each is said as the client says the same failure
+    (``protocol.body.failure_words``), the upstream's address named."""
+    import httpx
+
+    from genwidgets.protocol.body import failure_words
+
+    async def client_words(url: str) -> str:
+        async with httpx.AsyncClient() as client:
+            try:
+                await client.get(url)
+            except httpx.HTTPError as exc:
+                return failure_words(exc)
+        raise AssertionError("answered")
+
+    async def test(base: str, connections: list[int]) -> None:
+        down = "http://127.0.0.1:1"
+        with pytest.raises(UpstreamFault) as refused:
+            await _pool(down).request("POST", "/v1/x", [], b"{}", max_body=99)
+        said = await client_words(down + "/v1/x")
+        assert str(refused.value) == f"cannot reach the upstream gateway: {said}"
+        assert said.startswith("could not connect to 127.0.0.1:1"), said
+        with pytest.raises(UpstreamFault) as slow:
+            await _pool(base, timeout=0.3).request("POST", "/v1/x", [], b"{}", max_body=99)
+        port = base.rsplit(":", 1)[1]
+        assert str(slow.value) == f"no answer in time from 127.0.0.1:{port}"
+        for fault in (refused.value, slow.value):
+            assert "Error" not in str(fault) and "Timeout" not in str(fault), fault
+
+    run(lambda n, request: "hang", test)

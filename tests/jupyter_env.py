@@ -262,17 +262,45 @@ def run_all(
     inside :func:`isolated_kernel`) in ``workdir`` and stays up until the generator is
     closed. Each ``next()`` appends the cells again (ids kept unique) and the settle
     cell, runs them and yields the notebook saved then (every Run All so far, widget
-    state as at its end, written to ``workdir``) and that Run All's seconds. Errors
-    raise as in :func:`execute`."""
+    state as at its end, written to ``workdir``) and that Run All's seconds. Each cell
+    is run as JupyterLab runs it: named by its lesson's id, and the models the kernel
+    closed are not saved. Errors raise as in :func:`execute`."""
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
+    #: each cell's id as the kernel is told it: the lesson's id on every Run All
+    lab_ids: dict[str, str] = {}
+
     class Recording(NotebookClient):  # type: ignore[misc]
+        """nbclient as JupyterLab runs a cell: the request names the cell (``cellId``, the
+        same id on every Run All), and a model the kernel closed is no longer saved (the
+        widget manager drops it); nbclient alone does neither."""
+
+        running: str | None = None
+
         def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
             kind = msg.get("msg_type", "")
             if messages is not None and kind in ("display_data", "update_display_data"):
                 messages.append((cell_index, kind, msg["content"]))
+            if kind == "comm_close":
+                self.widget_state.pop(msg["content"]["comm_id"], None)
+                self.widget_buffers.pop(msg["content"]["comm_id"], None)
             return super().process_message(msg, cell, cell_index)
+
+        def execute_cell(self, cell: Any, *args: Any, **kwargs: Any) -> Any:
+            self.running = lab_ids.get(cell.get("id", ""))
+            return super().execute_cell(cell, *args, **kwargs)
+
+        def execute_request(self, code: str, **content: Any) -> str:
+            """``kc.execute`` with the running cell's id in the request's metadata."""
+            content = {"silent": False, "user_expressions": {}, "allow_stdin": False, **content}
+            msg = self.kc.session.msg(
+                "execute_request",
+                {"code": code, **content},
+                metadata={"cellId": self.running} if self.running else {},
+            )
+            self.kc.shell_channel.send(msg)
+            return str(msg["header"]["msg_id"])
 
     nb = nbformat.read(source, as_version=4)
     lesson, nb.cells = nb.cells, []
@@ -297,11 +325,15 @@ def run_all(
         cleanup.callback(shutil.rmtree, sockets, ignore_errors=True)
         # given a manager, nbclient leaves its kernel running unless told to clean up
         cleanup.enter_context(client.setup_kernel(cleanup_kc=True))
+        client.kc.execute = client.execute_request
         info = client.wait_for_reply(client.kc.kernel_info())
         nb.metadata["language_info"] = info["content"]["language_info"]
         for run in itertools.count():
             first = len(nb.cells)
-            nb.cells += [_again(cell, run) for cell in lesson]
+            again = [_again(cell, run) for cell in lesson]
+            pairs = zip(again, lesson, strict=True)
+            lab_ids.update((copy["id"], cell["id"]) for copy, cell in pairs if "id" in cell)
+            nb.cells += again
             nb.cells.append(nbformat.v4.new_code_cell(SETTLE_CELL))
             started = time.monotonic()
             for index in range(first, len(nb.cells)):

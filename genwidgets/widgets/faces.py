@@ -130,9 +130,18 @@ class _Commands(dict[str, Any]):
 
 class TwoFaced:
     """A view shown as its two faces: the live one (``live`` beside a :class:`LiveMark`,
-    or a :class:`CommandView` itself), then the lasting one, made on its first display."""
+    or a :class:`CommandView` itself), then the lasting one, made on its first display.
+
+    Every widget made while a view is made (on that thread: its parts, the ones it holds
+    aside, a layout it replaced) is in its ``_made_with``, closed with it (:class:`CellViews`)."""
 
     _faces: Faces | None = None
+    _made_with: tuple[Any, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _gathering(cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     def _show_faces(
         self,
@@ -149,6 +158,8 @@ class TwoFaced:
             print(plain() if plain is not None else repr(self))
             return False
         live = self if live is None else live
+        if live is not self and not isinstance(self, ipywidgets.Widget):
+            vars(live).setdefault("_made_with", self._made_with)  # closed with its live face
         if closed(live):
             print(CLOSED_VIEW)
             return False
@@ -186,6 +197,47 @@ class CommandView(TwoFaced, anywidget.AnyWidget):
     def _live_face(self, live: Any, faces: Faces) -> Any:
         self.face = faces.live(self)  # its own ES module hides the lasting twin
         return live
+
+
+#: per thread, the views being made now and what each gathered (:func:`_gathering`)
+_MAKING = threading.local()
+
+
+def _gathering(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` of a :class:`TwoFaced` class, which gathers into the view's ``_made_with``
+    every widget made on this thread while it runs (an enclosing view's too)."""
+
+    @functools.wraps(init)
+    def made(view: Any, *args: Any, **kwargs: Any) -> None:
+        making: list[tuple[Any, list[Any]]] = _MAKING.__dict__.setdefault("views", [])
+        if any(other is view for other, _ in making):  # super().__init__ of a subclass
+            init(view, *args, **kwargs)
+            return
+        gathered: list[Any] = []
+        making.append((view, gathered))
+        try:
+            init(view, *args, **kwargs)
+        finally:
+            making.pop()
+        vars(view)["_made_with"] = tuple(w for w in gathered if w is not view)
+
+    return made
+
+
+def _constructed(widget: Any) -> None:
+    """ipywidgets' hook for every widget made (one per process; any earlier one is
+    called too, e.g. marimo's)."""
+    for _view, gathered in getattr(_MAKING, "views", ()):
+        gathered.append(widget)
+    if _EARLIER is not None:
+        _EARLIER(widget)
+
+
+#: the construction hook set before this module's (ipywidgets keeps one), called on
+_EARLIER = ipywidgets.Widget._widget_construction_callback  # noqa: SLF001 - no public getter
+if getattr(_EARLIER, "__qualname__", "") == _constructed.__qualname__:  # a module reload
+    _EARLIER = None
+ipywidgets.Widget.on_widget_constructed(_constructed)
 
 
 def _shell() -> Any:
@@ -324,9 +376,9 @@ def close_unused(roots: list[Any], kept: list[Any]) -> None:
     widget holds (a user's box around a view displayed in a later cell keeps it)."""
     from ipywidgets.widgets.widget import _instances  # noqa: PLC0415 - ipywidgets' live widgets
 
-    doomed = _tree(roots)
+    doomed = _tree(roots, made=True)
     others = [w for w in list(_instances.values()) if id(w) not in doomed]
-    used = _tree([*others, *kept])
+    used = _tree([*others, *kept], made=True)
     for key, widget in doomed.items():
         if key not in used:
             widget.close()
@@ -337,8 +389,9 @@ def closed(live: Any) -> bool:
     return any(widget.comm is None for widget in _tree([live]).values())
 
 
-def _tree(roots: list[Any]) -> dict[int, Any]:
-    """``roots`` and the widgets their synced traits hold (children, layout, style)."""
+def _tree(roots: list[Any], *, made: bool = False) -> dict[int, Any]:
+    """``roots`` and the widgets their synced traits hold (children, layout, style), and
+    with ``made`` the widgets made with each view (:class:`TwoFaced`)."""
     found: dict[int, Any] = {}
     todo = list(roots)
     while todo:
@@ -346,6 +399,8 @@ def _tree(roots: list[Any]) -> dict[int, Any]:
         if id(widget) in found or not isinstance(widget, ipywidgets.Widget):
             continue
         found[id(widget)] = widget
+        if made:
+            todo.extend(vars(widget).get("_made_with", ()))
         for name in widget.keys:
             value = getattr(widget, name, None)
             if isinstance(value, dict):

@@ -525,3 +525,72 @@ def test_the_cell_that_hooks_the_cells_is_known_by_its_id(
             shell.events.register("pre_run_cell", faces.REPUBLISH._cell_starts)
             shell.events.register("post_run_cell", faces.REPUBLISH.flush)
     assert first.comm is None
+
+
+def test_with_no_cell_id_a_cell_run_again_closes_nothing(shown: DisplayRecorder) -> None:
+    """nbclient, nbconvert and older front-ends send no cell id: nothing is known to be
+    the same cell, so nothing is closed."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    face = Faces(lambda media: {"text/html": "kept", "text/plain": ""})
+    first, second = ipywidgets.Label("first"), ipywidgets.Label("second")
+    shell.user_ns.update(face=face, first=first, second=second)
+    shell.run_cell("face.show(first)")
+    shell.run_cell("face.show(second)")
+    assert first.comm is not None and second.comm is not None
+
+
+def test_a_cell_run_again_closes_what_its_views_made_beside_their_tree(
+    shown: DisplayRecorder,
+) -> None:
+    """A form holds its "Send ..." button aside and replaced its buttons' first layouts:
+    widgets made with a view are closed with it, not only its displayed tree (in a real
+    kernel a form run again left 10 live models a run; tests/widgets/test_faces_rerun.py).
+    The same kind of form displayed by another cell keeps what it made and shares."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from ipywidgets.widgets.widget import _instances
+    from widgets.taskfakes import FakeClient
+
+    import genwidgets as gw
+
+    shell = InteractiveShell.instance()
+    kept = gw.form("imgM-v8.1-t2i", client=FakeClient())
+    shell.user_ns.update(kept=kept)
+    shell.run_cell("kept._ipython_display_()", cell_id="kept-form")
+    before = len(_instances)
+    first = gw.form("imgM-v8.1-t2i", client=FakeClient())
+    assert first.confirm_button not in first.children  # held aside
+    shell.user_ns.update(first=first)
+    shell.run_cell("first._ipython_display_()", cell_id="form")
+    shell.run_cell("1 + 1", cell_id="form")  # run again, showing something else
+    assert first.comm is None and first.confirm_button.comm is None
+    assert len(_instances) == before, "every widget made with the form was closed"
+    assert kept.comm is not None and kept.confirm_button.comm is not None
+    assert all(w.comm is not None for w in faces._tree([kept], made=True).values())
+
+
+def test_a_closed_views_job_goes_on_and_its_late_writes_are_dropped(
+    shown: DisplayRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closing a view stops its writes, never its work: the job ends, and a throttled
+    write or a done callback that reaches the closed view raises and logs nothing
+    (ipywidgets drops what is set on a closed widget)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from widgets.taskfakes import FakeJob, on_thread
+
+    from genwidgets.widgets.task import TaskView
+
+    shell = InteractiveShell.instance()
+    job = FakeJob()
+    view = TaskView(job)
+    shell.user_ns.update(view=view)
+    shell.run_cell("view._ipython_display_()", cell_id="task-cell")
+    shell.run_cell("1 + 1", cell_id="task-cell")
+    assert view.comm is None
+    on_thread(job.run)  # the engine's thread, as a real job's updates come
+    on_thread(job.finish)
+    view._throttle.request(force=True)  # a write that was on its way
+    assert job.done() and job.result().ok
+    assert wait_for(lambda: not view._throttle.dirty, timeout=20)
+    assert [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")] == []

@@ -428,12 +428,19 @@ def _asked(
 
 def _status(args: argparse.Namespace, job: Job, endpoint: str) -> int:
     """``status``: the gateway asked once (``retries=0``, as result's last ask: an address
-    that never answers costs one timeout)."""
+    that never answers costs one timeout). An answer naming no status word (``{}``,
+    ``{"status": null}``) says nothing of the task: not known yet, as an answer that
+    cannot be read, exit 1 (it printed UNKNOWN, exit 0)."""
     rid = job.request_id
     try:
         status = job.status(retries=0)
     except (NoAnswer, ServerError, RateLimited) as exc:
         return _not_known_yet(args, rid, exc)
+    named = status.raw.get("status")
+    if not isinstance(named, str) or not named.strip():
+        body = json.dumps(status.raw, default=str)  # ASCII: every control escaped
+        body = body if len(body) <= 200 else f"{body[:200]}… (cut)"
+        return _not_known_yet(args, rid, f"the gateway's answer named no status ({body})")
     place = status.queue_position
     out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
     where = f" (queue position {place})" if place is not None else ""
@@ -486,31 +493,23 @@ def _says_it_ended(now: Status) -> bool:
 
 
 def _not_known_yet(
-    args: argparse.Namespace, rid: str, exc: Exception, status: Status | None = None
+    args: argparse.Namespace, rid: str, exc: Exception | str, status: Status | None = None
 ) -> int:
     """``status``, or ``result --wait`` ran out, and the gateway did not answer the one
-    ask (its address hangs, fails, or holds us back): how the task stands is not known
-    yet, which is not a failed task; the same command asks again. A ``status`` that said
-    the task is done tells so: its result only could not be fetched."""
-    out = {
-        "request_id": rid,
-        "status": None,
-        "done": False,
-        "known": False,
-        "error": error_words(exc),
-    }
+    ask (its address hangs, fails, or holds us back; ``exc`` in words: an answer that
+    says no status): how the task stands is not known yet, which is not a failed task;
+    the same command asks again. A ``status`` that said the task is done tells so: its
+    result only could not be fetched."""
+    words = exc if isinstance(exc, str) else error_words(exc)
+    out = {"request_id": rid, "status": None, "done": False, "known": False, "error": words}
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
-    said = (
-        f"{rid}: outcome not known yet: {_what_it_answered(exc)}. "
-        f"The task may still run or be done; {again}"
-    )
+    answered = exc if isinstance(exc, str) else _what_it_answered(exc)
+    said = f"{rid}: outcome not known yet: {answered}. The task may still run or be done; {again}"
     if status is not None and status.done:
         out |= {"status": status.status, "done": True}
         word = terminal_text(status.status)
-        said = (
-            f"{rid}: {word}; its result could not be fetched in time ({error_words(exc)}); {again}"
-        )
+        said = f"{rid}: {word}; its result could not be fetched in time ({words}); {again}"
     return say(args, out, said, EXIT_NOT_DONE)
 
 

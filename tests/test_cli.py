@@ -1147,6 +1147,47 @@ def test_status_and_resume_say_a_poll_the_gateway_refused_with_409_in_their_word
         gateway.close()
 
 
+class NamesNoStatus(OneTaskGateway):
+    """Task ``r1`` whose status address answers 200 with a body naming no status word
+    (``body``: the class's own, set by the test), an escape sequence beside it."""
+
+    body: Any = {}
+
+    def do_GET(self) -> None:
+        self.send_json(self.body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"status": None}, {"status": ""}, {"status": "  ", "note": "moving\x1b[2J"}],
+    ids=["empty", "null", "blank", "spaces"],
+)
+def test_status_of_an_answer_naming_no_status_says_so_with_the_unreadable_exit_status(
+    body: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """clifold, item 3: a status answer with no status word printed ``r1: UNKNOWN``, exit
+    0, as if the gateway had said how the task stands. It says the gateway's answer named
+    no status (inert), exit 1 as an answer it cannot read (``outcome not known yet``)."""
+    handler = type("Gateway", (NamesNoStatus,), {"body": body})
+    gateway = submitted_then(handler, monkeypatch, tmp_path)
+    try:
+        assert main(["status", "r1"]) == cli.EXIT_NOT_DONE
+        said = capsys.readouterr()
+        line = said.out.strip()
+        assert line.startswith("r1: outcome not known yet: the gateway's answer named no "), line
+        assert "UNKNOWN" not in line and "\x1b" not in line, line
+        assert line.endswith("ask again with: genwidgets status r1"), line
+        assert main(["status", "r1", "--json"]) == cli.EXIT_NOT_DONE
+        found = json_out(capsys)
+    finally:
+        gateway.close()
+    assert (found["request_id"], found["status"], found["known"]) == ("r1", None, False)
+    assert found["error"].startswith("the gateway's answer named no status"), found
+
+
 def test_resume_says_a_result_the_gateway_refused_after_completed_is_refused_not_running(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

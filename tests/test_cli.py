@@ -1455,6 +1455,64 @@ def test_a_cancel_of_a_task_that_completed_meanwhile_says_it_had_ended(
         assert line.startswith("r1: not cancelled: it had already ended (COMPLETED)")
 
 
+class CancelAnsweredInOtherWords(JsonHandler):
+    """A task running at the first status ask whose cancel is answered ``answer`` (code,
+    detail), every later status ``then``."""
+
+    asks = 0
+    answer = (409, "conflict")
+    then = "CANCELLED"
+
+    def do_GET(self) -> None:
+        type(self).asks += 1
+        said = "IN_PROGRESS" if type(self).asks == 1 else self.then
+        self.send_json({"request_id": "r1", "status": said})
+
+    def do_PUT(self) -> None:
+        code, detail = self.answer
+        self.send_json({"detail": detail}, code)
+
+
+@pytest.mark.parametrize(
+    ("answer", "then", "code", "said"),
+    [
+        ((409, "conflict"), "CANCELLED", 0, "r1: cancel asked"),
+        ((409, "conflict"), "COMPLETED", 1, "r1: not cancelled: it had already ended (COMPLETED)"),
+        (
+            (400, "Task already cancelled"),
+            "IN_PROGRESS",
+            1,
+            "r1: cancel refused by the gateway: Task already cancelled; the task may still run",
+        ),
+    ],
+    ids=["conflict-cancelled", "conflict-completed", "already-cancelled-running"],
+)
+def test_a_cancel_refused_in_a_gateways_own_words_is_said_as_the_status_then_says(
+    answer: tuple[int, str],
+    then: str,
+    code: int,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """clifold, item 2: a cancel's 400/409 was read by its words. A 409 ``{"detail":
+    "conflict"}`` is said as the status asked then says (CANCELLED: taken, exit 0;
+    COMPLETED: it had ended, exit 1); "Task already cancelled" of a task whose status
+    says it runs is a refusal, exit 1 (it said "cancel asked", exit 0, as it billed on)."""
+    fields = {"asks": 0, "answer": answer, "then": then}
+    gateway = LoopbackServer(type("Gateway", (CancelAnsweredInOtherWords,), fields))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == code
+    finally:
+        gateway.close()
+    line = capsys.readouterr().out
+    assert line.startswith(said), line
+
+
 class KnowsNoTask(JsonHandler):
     """A gateway that knows no task: 404 to every status, result and cancel."""
 

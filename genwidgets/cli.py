@@ -345,24 +345,12 @@ def _asked(
     row: LedgerRow | None,
     recorded: Result | None,
 ) -> int:
-    """``status``, ``result`` or ``cancel`` of ``job``, re-attached."""
+    """``status``, ``result`` or ``cancel`` of ``job``, re-attached. A poll the gateway
+    refused (it answered: a 409, a 401), whichever ask met it, is said as ``resume`` says
+    it (:func:`_refused`)."""
     rid = job.request_id
     if args.command == "cancel":
         return _cancel(args, job, endpoint)
-    if args.command == "status":
-        try:  # one try, as result's last ask: an address that never answers costs one timeout
-            status = job.status(retries=0)
-        except (NoAnswer, ServerError, RateLimited) as exc:
-            return _not_known_yet(args, rid, exc)
-        except GatewayError as exc:
-            if not _poll_refused(exc):
-                raise
-            return _refused(args, rid, exc)
-        place = status.queue_position
-        out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
-        where = f" (queue position {place})" if place is not None else ""
-        said = f"{rid}: {terminal_text(status.status)}{where}"
-        return say(args, out | {"queue_position": place}, said)
     if recorded is not None and row is not None and (row.copies_pending or row.copies_gone):
         # recorded, its outputs not all copied: the job copies them, waited for within
         # --wait (none given: one client timeout in all, not one per output), asking the
@@ -388,40 +376,38 @@ def _asked(
                     why = terminal_text(next(iter(given_up.values())))
             print(f"{rid}: {n}: {why}", file=sys.stderr)
     try:
-        # finished: what the ledger recorded (its local files); else the gateway's, waited for
-        result = recorded or job.result(timeout=args.wait)
-    except ResultMissing as exc:  # said done, its result address answers 404
-        return _result_gone(args, job, exc)
-    except TaskTimeout as timeout:
-        if isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
-            return _result_gone(args, job, job.poll_error)
-        # no poll answered within the wait (none is made with no --wait): ask once, so the
-        # status said is the gateway's now; a task ended meanwhile gives its result. One
-        # try, no retries: the command ends within its wait plus one request timeout
-        try:
-            if job.last_status is None and job.status(retries=0).done:
-                result = job.result(timeout=client.timeout)
-            elif job.last_status is not None and job.last_status.done:  # its result late
-                return _not_known_yet(args, rid, timeout, job.last_status)
-            else:
-                out = {"request_id": rid, "status": job.status_text, "done": False}
-                word = terminal_text(job.status_text)
-                said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
-                return say(args, out, said, EXIT_NOT_DONE)
-        except ResultMissing as exc:
+        if args.command == "status":  # (recorded is None: _one_task said an ended task's)
+            return _status(args, job, endpoint)
+        try:  # finished: what the ledger recorded (its local files); else the gateway's
+            result = recorded or job.result(timeout=args.wait)
+        except ResultMissing as exc:  # said done, its result address answers 404
             return _result_gone(args, job, exc)
-        except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
-            if isinstance(job.poll_error, ResultMissing):
+        except TaskTimeout as timeout:
+            if isinstance(job.poll_error, ResultMissing):  # the wait ran out on it
                 return _result_gone(args, job, job.poll_error)
-            return _not_known_yet(args, rid, exc, job.last_status)
-        except GatewayError as exc:  # the one ask refused (a 409, a 401)
-            if not _poll_refused(exc):
-                raise
-            return _refused(args, rid, exc, job.last_status)
-    except GatewayError as exc:  # the job's polls refused: said as status says it
+            # no poll answered within the wait (none is made with no --wait): ask once, so the
+            # status said is the gateway's now; a task ended meanwhile gives its result. One
+            # try, no retries: the command ends within its wait plus one request timeout
+            try:
+                if job.last_status is None and job.status(retries=0).done:
+                    result = job.result(timeout=client.timeout)
+                elif job.last_status is not None and job.last_status.done:  # its result late
+                    return _not_known_yet(args, rid, timeout, job.last_status)
+                else:
+                    out = {"request_id": rid, "status": job.status_text, "done": False}
+                    word = terminal_text(job.status_text)
+                    said = f"{rid}: not finished ({word}); wait with --wait SECONDS"
+                    return say(args, out, said, EXIT_NOT_DONE)
+            except ResultMissing as exc:
+                return _result_gone(args, job, exc)
+            except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
+                if isinstance(job.poll_error, ResultMissing):
+                    return _result_gone(args, job, job.poll_error)
+                return _not_known_yet(args, rid, exc, job.last_status)
+    except GatewayError as exc:
         if not _poll_refused(exc):
             raise
-        return _refused(args, rid, exc, job.last_status)
+        return _refused(args, rid, exc, job.last_status if args.command == "result" else None)
     files = []
     for output in result.outputs:
         path = output.path
@@ -438,6 +424,28 @@ def _asked(
     said += f" ({terminal_text(result.error)})" if result.error else ""
     said += "".join(f"\n  {terminal_text(str(name))}" for name in files)
     return say(args, out, said, 0 if result.ok else EXIT_NOT_DONE)
+
+
+def _status(args: argparse.Namespace, job: Job, endpoint: str) -> int:
+    """``status``: the gateway asked once (``retries=0``, as result's last ask: an address
+    that never answers costs one timeout). An answer naming no status word (``{}``,
+    ``{"status": null}``) says nothing of the task: not known yet, as an answer that
+    cannot be read, exit 1 (it printed UNKNOWN, exit 0)."""
+    rid = job.request_id
+    try:
+        status = job.status(retries=0)
+    except (NoAnswer, ServerError, RateLimited) as exc:
+        return _not_known_yet(args, rid, exc)
+    named = status.raw.get("status")
+    if not isinstance(named, str) or not named.strip():
+        body = json.dumps(status.raw, default=str)  # ASCII: every control escaped
+        body = body if len(body) <= 200 else f"{body[:200]}… (cut)"
+        return _not_known_yet(args, rid, f"the gateway's answer named no status ({body})")
+    place = status.queue_position
+    out = {"request_id": rid, "endpoint": endpoint, "status": status.status}
+    where = f" (queue position {place})" if place is not None else ""
+    said = f"{rid}: {terminal_text(status.status)}{where}"
+    return say(args, out | {"queue_position": place}, said)
 
 
 def _cancel(args: argparse.Namespace, job: Job, endpoint: str) -> int:
@@ -485,31 +493,23 @@ def _says_it_ended(now: Status) -> bool:
 
 
 def _not_known_yet(
-    args: argparse.Namespace, rid: str, exc: Exception, status: Status | None = None
+    args: argparse.Namespace, rid: str, exc: Exception | str, status: Status | None = None
 ) -> int:
     """``status``, or ``result --wait`` ran out, and the gateway did not answer the one
-    ask (its address hangs, fails, or holds us back): how the task stands is not known
-    yet, which is not a failed task; the same command asks again. A ``status`` that said
-    the task is done tells so: its result only could not be fetched."""
-    out = {
-        "request_id": rid,
-        "status": None,
-        "done": False,
-        "known": False,
-        "error": error_words(exc),
-    }
+    ask (its address hangs, fails, or holds us back; ``exc`` in words: an answer that
+    says no status): how the task stands is not known yet, which is not a failed task;
+    the same command asks again. A ``status`` that said the task is done tells so: its
+    result only could not be fetched."""
+    words = exc if isinstance(exc, str) else error_words(exc)
+    out = {"request_id": rid, "status": None, "done": False, "known": False, "error": words}
     wait = " --wait SECONDS" if args.command == "result" else ""
     again = f"ask again with: genwidgets {args.command} {rid}{wait}"
-    said = (
-        f"{rid}: outcome not known yet: {_what_it_answered(exc)}. "
-        f"The task may still run or be done; {again}"
-    )
+    answered = exc if isinstance(exc, str) else _what_it_answered(exc)
+    said = f"{rid}: outcome not known yet: {answered}. The task may still run or be done; {again}"
     if status is not None and status.done:
         out |= {"status": status.status, "done": True}
         word = terminal_text(status.status)
-        said = (
-            f"{rid}: {word}; its result could not be fetched in time ({error_words(exc)}); {again}"
-        )
+        said = f"{rid}: {word}; its result could not be fetched in time ({words}); {again}"
     return say(args, out, said, EXIT_NOT_DONE)
 
 

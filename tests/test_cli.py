@@ -1147,6 +1147,47 @@ def test_status_and_resume_say_a_poll_the_gateway_refused_with_409_in_their_word
         gateway.close()
 
 
+class NamesNoStatus(OneTaskGateway):
+    """Task ``r1`` whose status address answers 200 with a body naming no status word
+    (``body``: the class's own, set by the test), an escape sequence beside it."""
+
+    body: Any = {}
+
+    def do_GET(self) -> None:
+        self.send_json(self.body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"status": None}, {"status": ""}, {"status": "  ", "note": "moving\x1b[2J"}],
+    ids=["empty", "null", "blank", "spaces"],
+)
+def test_status_of_an_answer_naming_no_status_says_so_with_the_unreadable_exit_status(
+    body: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """clifold, item 3: a status answer with no status word printed ``r1: UNKNOWN``, exit
+    0, as if the gateway had said how the task stands. It says the gateway's answer named
+    no status (inert), exit 1 as an answer it cannot read (``outcome not known yet``)."""
+    handler = type("Gateway", (NamesNoStatus,), {"body": body})
+    gateway = submitted_then(handler, monkeypatch, tmp_path)
+    try:
+        assert main(["status", "r1"]) == cli.EXIT_NOT_DONE
+        said = capsys.readouterr()
+        line = said.out.strip()
+        assert line.startswith("r1: outcome not known yet: the gateway's answer named no "), line
+        assert "UNKNOWN" not in line and "\x1b" not in line, line
+        assert line.endswith("ask again with: genwidgets status r1"), line
+        assert main(["status", "r1", "--json"]) == cli.EXIT_NOT_DONE
+        found = json_out(capsys)
+    finally:
+        gateway.close()
+    assert (found["request_id"], found["status"], found["known"]) == ("r1", None, False)
+    assert found["error"].startswith("the gateway's answer named no status"), found
+
+
 def test_resume_says_a_result_the_gateway_refused_after_completed_is_refused_not_running(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1412,6 +1453,64 @@ def test_a_cancel_of_a_task_that_completed_meanwhile_says_it_had_ended(
     else:
         line = capsys.readouterr().out
         assert line.startswith("r1: not cancelled: it had already ended (COMPLETED)")
+
+
+class CancelAnsweredInOtherWords(JsonHandler):
+    """A task running at the first status ask whose cancel is answered ``answer`` (code,
+    detail), every later status ``then``."""
+
+    asks = 0
+    answer = (409, "conflict")
+    then = "CANCELLED"
+
+    def do_GET(self) -> None:
+        type(self).asks += 1
+        said = "IN_PROGRESS" if type(self).asks == 1 else self.then
+        self.send_json({"request_id": "r1", "status": said})
+
+    def do_PUT(self) -> None:
+        code, detail = self.answer
+        self.send_json({"detail": detail}, code)
+
+
+@pytest.mark.parametrize(
+    ("answer", "then", "code", "said"),
+    [
+        ((409, "conflict"), "CANCELLED", 0, "r1: cancel asked"),
+        ((409, "conflict"), "COMPLETED", 1, "r1: not cancelled: it had already ended (COMPLETED)"),
+        (
+            (400, "Task already cancelled"),
+            "IN_PROGRESS",
+            1,
+            "r1: cancel refused by the gateway: Task already cancelled; the task may still run",
+        ),
+    ],
+    ids=["conflict-cancelled", "conflict-completed", "already-cancelled-running"],
+)
+def test_a_cancel_refused_in_a_gateways_own_words_is_said_as_the_status_then_says(
+    answer: tuple[int, str],
+    then: str,
+    code: int,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """clifold, item 2: a cancel's 400/409 was read by its words. A 409 ``{"detail":
+    "conflict"}`` is said as the status asked then says (CANCELLED: taken, exit 0;
+    COMPLETED: it had ended, exit 1); "Task already cancelled" of a task whose status
+    says it runs is a refusal, exit 1 (it said "cancel asked", exit 0, as it billed on)."""
+    fields = {"asks": 0, "answer": answer, "then": then}
+    gateway = LoopbackServer(type("Gateway", (CancelAnsweredInOtherWords,), fields))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", gateway.base)
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "k-cancel")
+    try:
+        assert main(["cancel", "r1", "--endpoint", "ep"]) == code
+    finally:
+        gateway.close()
+    line = capsys.readouterr().out
+    assert line.startswith(said), line
 
 
 class KnowsNoTask(JsonHandler):

@@ -16,7 +16,6 @@ import contextvars
 import dataclasses
 import functools
 import logging
-import re
 import sys
 import threading
 import time
@@ -485,15 +484,11 @@ class Job:
             raise
         except GatewayError as exc:
             # A 400/409 is "already finished" (a kept cancel taken after all, its answer
-            # lost) or "too late" (many gateways cancel only tasks not started): unless
-            # its words say the task was cancelled already, a cancel (first or resent)
-            # of a task not seen ended asks the status, which says which.
+            # lost) or "too late" (many gateways cancel only tasks not started), in words
+            # each gateway says its own way: a cancel (first or resent) of a task not seen
+            # ended asks the status, which says which (its words are never read).
             ended = exc.status_code in (400, 409) and not isinstance(exc, RateLimited)
-            if (
-                ended
-                and not _says_already_cancelled(exc)
-                and not (self.last_status and self.last_status.done)
-            ):
+            if ended and not (self.last_status and self.last_status.done):
                 with contextlib.suppress(GenwidgetsError):  # no answer: not known ended
                     await self._status_now(retries=0)
                 ended = self.last_status is not None and self.last_status.done
@@ -775,24 +770,6 @@ def ended_by_a_cancel(result: object) -> bool:
     read it)."""
     status, error_type = getattr(result, "status", None), getattr(result, "error_type", None)
     return says_cancelled(str(status or ""), str(error_type or ""))
-
-
-_ALREADY_CANCELLED = re.compile(r"\balready\s+(?:been\s+)?cancell?ed\b", re.IGNORECASE)
-#: Words of a refusal naming an end other than cancelled ("already cancelled or
-#: completed", "cancelled/finished"): one refusal a gateway says for either end.
-_ANOTHER_END = re.compile(
-    r"complet|finish|succe|fail|\bended\b|\bdone\b|terminat|expire|final|process",
-    re.IGNORECASE,
-)
-
-
-def _says_already_cancelled(error: GatewayError) -> bool:
-    """A cancel's refusal in words saying the task was cancelled already ("Task already
-    cancelled") and nothing else: a kept cancel taken, its answer lost. "already in
-    progress and cannot be cancelled" is not it, nor words naming another end too
-    ("already cancelled or completed": billed in full), which ask the status."""
-    words = error.message
-    return _ALREADY_CANCELLED.search(words) is not None and not _ANOTHER_END.search(words)
 
 
 def poll_failed_since(job: object, since: float) -> BaseException | None:

@@ -329,12 +329,13 @@ def run_batch(
         _once("--price", [(f"{endpoint}:{key}", value) for endpoint, key, value in args.price])
     except ValueError as exc:
         return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=args.id)
-    try:  # a name not UTF-8 (byte 0xff: a lone surrogate) the batch's store cannot keep
-        str(Path(args.out).absolute()).encode()
-    except UnicodeEncodeError:
+    # a name not UTF-8 (byte 0xff: a lone surrogate) the batch's store cannot keep, named
+    odd = [p for p in Path(args.out).absolute().parts if re.search("[\ud800-\udfff]", p)]
+    if odd:
         said = (
             f"refused, nothing sent: --out {shown_path(args.out)} names a folder whose path "
-            "is not UTF-8, which the batch's record cannot keep; give another folder"
+            f"is not UTF-8 (the name {odd[0]}), which the batch's record cannot keep; give "
+            "another folder"
         )
         return error(said, EXIT_REFUSED, id=args.id)
     prices: dict[str, dict[str, float]] = {}

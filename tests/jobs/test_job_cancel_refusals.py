@@ -1,5 +1,6 @@
-"""A cancel's 400 whose words name another end too ("already cancelled or completed")
-is no cancel taken: the status says which (review 28, fault 2), on a loopback gateway."""
+"""A cancel's 400/409 is no cancel taken by its words: the status says which (review 28,
+fault 2; clifold: words differ between gateways, and are never read), on a loopback
+gateway."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from loopback import LoopbackServer, OneTaskGateway
 
 import genwidgets as gw
+from genwidgets.jobs import job as job_module
 
 AMBIGUOUS = [
     "Task already cancelled or completed",
@@ -22,12 +24,14 @@ AMBIGUOUS = [
 
 
 class RunningTask(OneTaskGateway):
-    """A task that runs on (its status IN_PROGRESS) whose cancels are answered by
-    ``answer`` (status code, words); ``cancels`` counts them and ``asked_after`` the
-    status asks after the first cancel."""
+    """A task whose status says IN_PROGRESS, then ``then`` once a cancel was answered
+    (IN_PROGRESS unless set: it runs on), whose cancels are answered by ``answer``
+    (status code, words); ``cancels`` counts them and ``asked_after`` the status asks
+    after the first cancel."""
 
     lock = threading.Lock()
     answer = (500, "not set")
+    then = "IN_PROGRESS"
     cancels = 0
     asked_after = 0
 
@@ -37,9 +41,9 @@ class RunningTask(OneTaskGateway):
 
     def do_GET(self) -> None:
         with self.lock:
-            if type(self).cancels:
-                type(self).asked_after += 1
-        self.send_json({"request_id": "r1", "status": "IN_PROGRESS"})
+            cancelled = type(self).cancels > 0
+            type(self).asked_after += cancelled
+        self.send_json({"request_id": "r1", "status": self.then if cancelled else "IN_PROGRESS"})
 
     def do_PUT(self) -> None:
         with self.lock:
@@ -52,6 +56,7 @@ class RunningTask(OneTaskGateway):
 def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
     monkeypatch.setenv("GENWIDGETS_HOME", str(tmp_path))
     RunningTask.cancels = RunningTask.asked_after = 0
+    RunningTask.then = "IN_PROGRESS"
     server = LoopbackServer(RunningTask)
     try:
         yield server
@@ -107,14 +112,42 @@ def test_a_resent_cancel_refused_already_cancelled_or_completed_is_no_cancel_tak
         assert "already" in str(job.cancel_error) and not job.done()
 
 
-def test_a_cancel_refused_already_cancelled_and_nothing_else_is_taken(
-    gateway: LoopbackServer,
+@pytest.mark.parametrize(
+    "answer",
+    [(400, "Task already cancelled"), (409, "conflict"), (400, "Bad Request")],
+    ids=["already-cancelled", "conflict", "bad-request"],
+)
+@pytest.mark.parametrize("then", ["CANCELLED", "COMPLETED"])
+def test_a_cancel_refused_of_a_task_whose_status_says_it_ended_is_taken_whatever_its_words(
+    gateway: LoopbackServer, answer: tuple[int, str], then: str
 ) -> None:
-    """Words saying cancelled and nothing else ("Task already cancelled") are a cancel
-    taken, its answer lost: kept no longer, not refused."""
-    RunningTask.answer = (400, "Task already cancelled")
+    """clifold, item 2: a 400/409 to a cancel was read by its words ("already
+    cancelled"); a gateway saying 409 ``{"detail": "conflict"}`` of a task its status
+    says CANCELLED (a cancel taken, its answer lost) or COMPLETED (it ended first) is the
+    same case. The status asked says the task ended: the cancel is not refused, kept no
+    longer, not sent again."""
+    RunningTask.answer, RunningTask.then = answer, then
     with gw.Client(gateway.base, "key-of-a-loopback-gateway") as client:
         job = client.submit("genW2.5-t2i-preview", {"prompt": "a heron"})
         job.cancel()
-        assert job.cancel_requested and job.cancel_error is None
-        assert RunningTask.cancels == 1
+        assert job.cancel_requested and job.cancel_error is None and job.cancel_taken
+        assert RunningTask.asked_after >= 1  # the status, asked, said it ended
+        assert job.last_status is not None and job.last_status.status == then
+        assert job_module.kept_cancel(job) is None
+    assert RunningTask.cancels == 1
+
+
+def test_a_cancel_refused_already_cancelled_of_a_task_whose_status_says_it_runs_is_refused(
+    gateway: LoopbackServer,
+) -> None:
+    """clifold, item 2: words saying cancelled and nothing else ("Task already
+    cancelled") were a cancel taken, the status not asked: of a task its status says
+    runs, ``cancel()`` returned as if taken while it billed on. The status decides: it
+    runs, so the cancel is refused (a cancel may be asked again)."""
+    RunningTask.answer = (400, "Task already cancelled")
+    with gw.Client(gateway.base, "key-of-a-loopback-gateway") as client:
+        job = client.submit("genW2.5-t2i-preview", {"prompt": "a heron"})
+        with pytest.raises(gw.GatewayError, match="already cancelled"):
+            job.cancel()
+        assert not job.cancel_requested and not job.cancel_taken and not job.done()
+        assert RunningTask.asked_after >= 1 and RunningTask.cancels == 1

@@ -732,6 +732,36 @@ def test_an_out_folder_whose_path_is_not_utf_8_is_refused_not_a_traceback(
     assert not (tmp_path / "shots\udcff").exists()
 
 
+@pytest.mark.slow
+def test_an_out_path_of_bytes_not_utf_8_on_the_command_line_is_refused_up_front(
+    tmp_path: Path,
+) -> None:
+    """clifold, item 4: ``--out`` as bytes a shell passes that are not UTF-8
+    (``os.fsencode``: byte 0xe9 of a Latin-1 ``café``, a folder above the batch's) is
+    refused before anything is planned or made, exit 2, in words on a strict UTF-8
+    stderr, not a late failure of the batch's store or manifest: the batch command
+    already refused it (review 23, fault 5), in a real process too; it named the folder
+    by its last name alone (``--out shots``), not the name that is not UTF-8."""
+    out = os.fsencode(tmp_path) + b"/caf\xe9/shots"
+    rows = rows_file(tmp_path, 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENWIDGETS_")}
+    env |= {"GENWIDGETS_HOME": str(tmp_path / "home"), "PYTHONIOENCODING": "utf-8:strict"}
+    argv = ["batch", str(rows), "--endpoint", T2I, "--set", "prompt={text}", "--yes"]
+    done = subprocess.run(
+        [sys.executable, "-m", "genwidgets.cli", *map(os.fsencode, argv), b"--out", out],
+        env=env,
+        cwd=Path(gw.__file__).parents[1],
+        capture_output=True,
+        timeout=50,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert "is not UTF-8 (the name caf\\udce9)" in err and "nothing sent" in err, err
+    assert "Traceback" not in err and done.stdout == b""
+    assert not os.path.exists(os.fsencode(tmp_path) + b"/caf\xe9")
+
+
 def test_an_unknown_endpoint_is_said_in_the_commands_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

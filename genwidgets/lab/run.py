@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
 from ..catalog.checks import shown
-from ..errors import LedgerError, NotRecorded
+from ..errors import LedgerError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
-from ..jobs.ledger.file import read_only
-from ..jobs.ledger.writer import is_disk_fault
 from ..protocol.records import Output, is_terminal
 from .batch import FORGOTTEN, TICK, Batch
 from .batch_store import (
@@ -260,26 +258,6 @@ class GridRun(Batch):
         self.changed()
 
     # ------------------------------------------------------------------ sending
-
-    def store_batch(self) -> None:
-        """:meth:`Batch.store_batch`; a home that cannot be written (read-only, a full
-        disk) refuses the grid in words that say so and what to do, nothing sent (the
-        store's error came out of sqlite's internals: docs/decisions.md#grid-run)."""
-        try:
-            super().store_batch()
-        except LedgerError as exc:
-            fault = exc.__cause__ or exc.__context__
-            if not isinstance(fault, sqlite3.Error) or not (
-                is_disk_fault(fault) or read_only(fault)
-            ):
-                raise
-            raise NotRecorded(
-                f"grid {self.id} not sent: GENWIDGETS_HOME cannot be written (its ledger "
-                f"{self.store.path}: {fault}), so the grid cannot be recorded before its "
-                "creates leave; nothing was sent or billed. Make it writable, or set "
-                "GENWIDGETS_HOME to a folder you can write, and send it again "
-                "(run the cell again, or grid.submit() on a grid you hold)"
-            ) from None
 
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost

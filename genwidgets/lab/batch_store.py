@@ -766,6 +766,30 @@ class GridStore(BatchStore):
         self.adopt()
         return [r for r in self.batches(gateway) if isinstance(r, GridRecord)]
 
+    def left_unfinished(self, gateway: str, endpoint: str) -> list[GridRecord]:
+        """The grids of ``gateway`` and ``endpoint`` a process that ended left unfinished,
+        newest first: a cell not ended, and cells reserved only by owners no longer alive
+        (a kernel killed mid-grid; another live kernel's grid is its own, and a grid never
+        sent has no owner to have ended: docs/decisions.md#grid-left-unfinished)."""
+        found: list[GridRecord] = []
+        alive = self.tables.alive_owners() | {self.tables.owner}  # this process lives
+        for grid_id, stored_endpoint in self._newest("SELECT id, endpoint FROM batches", gateway):
+            if stored_endpoint != endpoint:
+                continue
+            if set(dict(self._read(_COUNTS, (grid_id,)))) <= set(ENDED):
+                continue  # finished
+            owners = {
+                owner
+                for (owner,) in self._read(
+                    "SELECT DISTINCT owner FROM batch_rows WHERE batch_id = ? "
+                    "AND owner IS NOT NULL",
+                    (grid_id,),
+                )
+            }
+            if owners and not owners & alive and (record := self.get(grid_id)) is not None:
+                found.append(record)
+        return found
+
 
 #: One store per kind (runs, grids) per ledger file (or per file-less client) in
 #: this process. Owner: :func:`store_for`, the only writer and the one way in (grids,

@@ -550,6 +550,10 @@ class Client:
             )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
+        #: a ledger was asked for and could not be opened (a home that cannot be written):
+        #: a grid or a batch then refuses before any create, as the home's ledger would;
+        #: False with a ledger, or one turned off on purpose (``ledger=False``)
+        self.ledger_unopened = self.ledger is None and ledger is not False
         if self.ledger is not None and not self.embedded:  # rows of older spellings too
             try:
                 self.ledger.writes.record_gateway_name(self.gateway_name)

@@ -35,7 +35,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ._config import hide_userinfo, redact
@@ -97,8 +97,26 @@ class GenwidgetsError(Exception):
     """Base class of every error genwidgets raises on purpose. Its message is inert on
     a terminal, whatever text it was built from (docs/decisions.md#inert-text)."""
 
+    #: a refusal (nothing was done; its words say why and what to do) shows in a notebook
+    #: as its words alone, no traceback through internals: :attr:`_render_traceback_`
+    refusal = False
+
     def __str__(self) -> str:
         return terminal_text(super().__str__(), lines=True)
+
+    @property
+    def _render_traceback_(self) -> Callable[[], list[str]]:
+        """IPython's hook for how an exception shows: a refusal's class name and words
+        (and notes), no frames. Absent (``hasattr`` is False) on other errors, whose
+        traceback shows as usual; a script's traceback never asks it
+        (docs/decisions.md#refusals-in-words)."""
+        if not self.refusal:
+            raise AttributeError("_render_traceback_")
+        return self._words
+
+    def _words(self) -> list[str]:
+        lines = f"{type(self).__name__}: {self}".splitlines()
+        return lines + [str(note) for note in getattr(self, "__notes__", ())]
 
 
 class PayloadError(GenwidgetsError, ValueError):
@@ -107,6 +125,8 @@ class PayloadError(GenwidgetsError, ValueError):
     ``errors`` is a list of ``{"loc": tuple, "msg": str}``, one per problem, so a
     form can put each message beside its field.
     """
+
+    refusal = True
 
     def __init__(
         self,
@@ -305,6 +325,8 @@ class BudgetExceeded(GenwidgetsError):
     ``budget=`` allows, counting what the budget has already spent; nothing was sent.
     ``kind``, ``cap``, ``planned`` and ``spent`` say by how much."""
 
+    refusal = True
+
     def __init__(
         self, message: str, *, kind: str, cap: float, planned: float, spent: float = 0.0
     ) -> None:
@@ -419,12 +441,14 @@ class LedgerError(GenwidgetsError):
 
     ``replaceable`` is True when the file holds nothing a genwidgets ledger could
     read (another application's SQLite file, or not SQLite at all): the ledger
-    then moves it aside and starts a new one.
+    then moves it aside and starts a new one. ``refusal`` is True when it refused a
+    write whose words say that nothing was sent and what to do.
     """
 
-    def __init__(self, message: str, *, replaceable: bool = False) -> None:
+    def __init__(self, message: str, *, replaceable: bool = False, refusal: bool = False) -> None:
         super().__init__(message)
         self.replaceable = replaceable
+        self.refusal = refusal
 
 
 class NotRecorded(LedgerError):
@@ -432,6 +456,9 @@ class NotRecorded(LedgerError):
     neither write its intent nor keep it beside the file (a full disk), and a rerun
     reads "no intent" as "never sent". No task was made, nothing was paid; running it
     again once the home can be written sends it (docs/decisions.md#ledger-intent)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, refusal=True)
 
 
 class SimulatorStartError(GenwidgetsError, RuntimeError):

@@ -118,3 +118,54 @@ def test_a_wait_that_ends_after_its_task_ended_says_the_result_is_on_its_way() -
 def test_a_rate_limits_wait_is_said_in_words_a_person_reads(seconds: float, words: str) -> None:
     """Explorer (pipes) defect 6: 1e308 was said in 309 digits, inf as "inf s"."""
     assert str(gw.RateLimited("slow down", retry_after=seconds)) == words
+
+
+REFUSALS = (
+    gw.PayloadError("out: the folder cannot be written; nothing was sent"),
+    gw.BudgetExceeded(
+        "the plan bills 9 images; the budget allows 4", kind="images", cap=4, planned=9
+    ),
+    gw.NotRecorded("grid g-1 not sent: GENWIDGETS_HOME cannot be written; nothing was sent"),
+    gw.LedgerError("another process holds the ledger; nothing was sent", refusal=True),
+)
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=lambda e: type(e).__name__)
+def test_a_refusal_shows_in_a_notebook_as_its_words_alone(refusal: gw.GenwidgetsError) -> None:
+    try:
+        raise refusal
+    except gw.GenwidgetsError as caught:
+        caught.add_note("gw.load_grid('g-1') re-opens it")
+        lines = caught._render_traceback_()
+    assert lines[0].startswith(f"{type(refusal).__name__}: ")
+    name = type(refusal).__name__
+    assert "\n".join(lines) == f"{name}: {refusal}\ngw.load_grid('g-1') re-opens it"
+    assert not any("File " in line or "Traceback" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [gw.LedgerError("not a database"), gw.ServerError("boom", status_code=500), gw.NoAnswer("x")],
+    ids=lambda e: type(e).__name__,
+)
+def test_other_errors_keep_their_traceback_in_a_notebook(error: gw.GenwidgetsError) -> None:
+    assert not hasattr(error, "_render_traceback_")  # IPython's test: its usual traceback
+
+
+def test_ipython_shows_a_refusal_without_frames(capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell(
+            "from genwidgets import errors\n"
+            "def deep():\n    raise errors.NotRecorded('grid g-1 not sent; nothing was sent')\n"
+            "deep()\n"
+        )
+        shown = capsys.readouterr().out
+        assert "NotRecorded: grid g-1 not sent; nothing was sent" in shown
+        assert "deep()" not in shown and "Traceback" not in shown
+        shell.run_cell("from genwidgets import errors\nraise errors.LedgerError('damaged')\n")
+        assert "Traceback" in capsys.readouterr().out  # not a refusal: frames as usual
+    finally:
+        InteractiveShell.clear_instance()

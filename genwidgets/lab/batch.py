@@ -14,6 +14,7 @@ import itertools
 import json
 import logging
 import queue
+import sqlite3
 import threading
 import time
 import warnings
@@ -43,6 +44,8 @@ from ..errors import (
 )
 from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
+from ..jobs.ledger.file import read_only
+from ..jobs.ledger.writer import is_disk_fault
 from ..protocol.records import says_cancelled
 from .batch_plan import BatchPlan
 from .batch_row import ENDED_STATUSES, STATUSES, BatchRow
@@ -62,6 +65,7 @@ from .batch_store import (
     RowRecord,
     RowUpdate,
     id_taken,
+    unrecorded,
 )
 from .budget import summed
 from .cost import CONFIRM_ABOVE
@@ -395,19 +399,32 @@ class Batch:
 
     def store_batch(self) -> None:
         """Record the batch before anything is confirmed or sent: its id is its own, in
-        every process sharing the ledger (another plan under it is refused)."""
+        every process sharing the ledger (another plan under it is refused). A home that
+        cannot be written (read-only, a full disk) refuses it in words that say so, that
+        nothing was sent, and what to do (the store's error came out of sqlite's
+        internals: docs/decisions.md#grid-run)."""
         if self.stored:
             return
         description = self.plan.describe()
-        taken = self.store.save_batch(
-            self.id,
-            gateway=self.client.gateway_name,
-            endpoint=self.plan.endpoint,
-            out=str(self.out or ""),
-            digest=self.plan.digest,
-            description=description,
-            rows=[(r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows],
-        )
+        try:
+            taken = self.store.save_batch(
+                self.id,
+                gateway=self.client.gateway_name,
+                endpoint=self.plan.endpoint,
+                out=str(self.out or ""),
+                digest=self.plan.digest,
+                description=description,
+                rows=[
+                    (r.index, r.endpoint, json.dumps(scrub_payload(r.payload))) for r in self.rows
+                ],
+            )
+        except LedgerError as exc:
+            fault = exc.__cause__ or exc.__context__
+            if not isinstance(fault, sqlite3.Error) or not (
+                is_disk_fault(fault) or read_only(fault)
+            ):
+                raise
+            raise unrecorded(self.noun, self.id, str(fault), self.store.path) from None
         if taken is not None:
             differing = self.store.row_differing(self.id, [r.planned for r in self.rows])
             raise id_taken(self.id, taken, description, differing)
@@ -805,8 +822,7 @@ class Batch:
                     kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
                     refused = _cancel_refused(row.job)  # "too late": nothing will stop it
                     ended = (  # a gateway may accept a cancel and go on
-                        f"its cancel was refused by the gateway ({refused}), so it bills to "
-                        "its end"
+                        f"its cancel was refused by the gateway ({refused}), so it bills to its end"
                         if refused is not None
                         else f"its cancel did not end it within {CANCEL_GRACE:g} s"
                         if kept is None

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._config import normal_base_url, redact, shown_path
+from .._config import home, normal_base_url, redact, shown_path
 from ..catalog.checks import shown
-from ..errors import LedgerError, PayloadError
-from ..jobs.ledger import Ledger, scrub_payload
+from ..errors import LedgerError, NotRecorded, PayloadError
+from ..jobs.ledger import LEDGER_FILE_NAME, Ledger, scrub_payload
 from ..jobs.ledger.writer import is_busy
 from .budget import over_cap
 from .problems import problem
@@ -63,6 +63,7 @@ __all__ = [
     "Tables",
     "id_taken",
     "store_for",
+    "unrecorded",
     "what_differs",
 ]
 
@@ -159,14 +160,17 @@ _SPENT = "SELECT kind, SUM(amount) FROM batch_spend WHERE batch_id = ? GROUP BY 
 
 class SessionTables:
     """The lab's tables of a client without a ledger: an in-memory SQLite database
-    that lives as long as this process (nothing is written to disk)."""
+    that lives as long as this process (nothing is written to disk). ``unopened``: the
+    client asked for a ledger and could not open it, so no run may be recorded here as
+    if it lasted (:meth:`BatchStore.save_batch` refuses)."""
 
     path = None
     owner = None
 
-    def __init__(self) -> None:
+    def __init__(self, *, unopened: bool = False) -> None:
         self._conn = sqlite3.connect(":memory:", check_same_thread=False)
         self._lock = threading.RLock()
+        self.unopened = unopened
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -192,6 +196,40 @@ Tables = Ledger | SessionTables
 #: what an error says when the file lacks a table (new, or started afresh after damage) or
 #: a column (written by an older genwidgets)
 _MISSING = ("no such table", "no such column", "has no column named")
+
+
+#: what a grid not found in a ledger-less client's store adds
+MEMORY_ONLY = (
+    "the ledger is off for this client, so its grids are kept in its memory only, "
+    "never past a kernel restart"
+)
+
+
+def unrecorded(
+    kind: str, run_id: str, fault: str | None = None, path: str | os.PathLike[str] | None = None
+) -> NotRecorded:
+    """The refusal of a run (``kind``: grid or batch) its home cannot record before its
+    creates leave: the ``fault`` of its ledger at ``path`` (a read-only file, a full
+    disk), or, with none, a client whose ledger could not be opened at all (a first run
+    in a home that cannot be written: docs/decisions.md#grid-store). Nothing was sent;
+    it says what to do, the ledger's path shown by docs/decisions.md#shown-paths."""
+    folder = home()
+    ledger = shown_path(path if path is not None else folder / LEDGER_FILE_NAME)
+    what = "GENWIDGETS_HOME cannot be written"
+    if fault is not None:
+        why = f"its ledger {ledger}: {fault}"
+        again = f"send it again (run the cell again, or {kind}.submit() on a {kind} you hold)"
+    else:
+        above = next((p for p in (folder, *folder.parents) if p.exists()), folder)
+        if above.is_dir() and os.access(above, os.W_OK):  # the file, not the home: its warning
+            what = "the task ledger is off"
+        why = f"its ledger {ledger} could not be opened when this client was made"
+        again = "restart the kernel (a client opens its ledger when it is made), then run it again"
+    return NotRecorded(
+        f"{kind} {run_id} not sent: {what} ({why}), so the {kind} "
+        "cannot be recorded before its creates leave; nothing was sent or billed. Make it "
+        f"writable, or set GENWIDGETS_HOME to a folder you can write, and {again}"
+    )
 
 
 def what_differs(
@@ -385,6 +423,8 @@ class BatchStore:
         names its contents: when the id is stored with another digest, nothing is
         written and the stored description is returned (checked in the writing
         transaction, so two processes racing for one id cannot both have it)."""
+        if isinstance(self.tables, SessionTables) and self.tables.unopened:
+            raise unrecorded(self.KIND, batch_id)
         text = redact(json.dumps(description, default=str))
         now = time.time()
         values = [(batch_id, i, e, redact(p), WAITING, now) for i, e, p in rows]
@@ -416,8 +456,9 @@ class BatchStore:
                 raise
             raise LedgerError(
                 f"another process (a backup, an sqlite3 shell, another genwidgets) holds "
-                f"the ledger {self.path} past the wait for it; nothing was sent: run it "
-                "again once it frees"
+                f"the ledger {shown_path(str(self.path))} past the wait for it; nothing was "
+                "sent: run it again once it frees",
+                refusal=True,
             ) from exc
 
     def summary(self, batch_id: str) -> BatchRecord | None:
@@ -716,12 +757,38 @@ class GridStore(BatchStore):
         known = self.ids()
         near = difflib.get_close_matches(str(grid_id), known, n=3, cutoff=0.3) or known[:3]
         hint = f"; nearest: {', '.join(near)}" if near else "; no grid is stored yet"
+        if isinstance(self.tables, SessionTables):  # only this client's, in memory
+            hint = f"{hint if near else ''}; {MEMORY_ONLY}"
         raise KeyError(f"no grid {shown(grid_id)}{hint}")  # a pasted 100 KB text is cut
 
     def grids(self, gateway: str | None = None) -> list[GridRecord]:
         """Every stored grid, newest first."""
         self.adopt()
         return [r for r in self.batches(gateway) if isinstance(r, GridRecord)]
+
+    def left_unfinished(self, gateway: str, endpoint: str) -> list[GridRecord]:
+        """The grids of ``gateway`` and ``endpoint`` a process that ended left unfinished,
+        newest first: a cell not ended, and cells reserved only by owners no longer alive
+        (a kernel killed mid-grid; another live kernel's grid is its own, and a grid never
+        sent has no owner to have ended: docs/decisions.md#grid-left-unfinished)."""
+        found: list[GridRecord] = []
+        alive = self.tables.alive_owners() | {self.tables.owner}  # this process lives
+        for grid_id, stored_endpoint in self._newest("SELECT id, endpoint FROM batches", gateway):
+            if stored_endpoint != endpoint:
+                continue
+            if set(dict(self._read(_COUNTS, (grid_id,)))) <= set(ENDED):
+                continue  # finished
+            owners = {
+                owner
+                for (owner,) in self._read(
+                    "SELECT DISTINCT owner FROM batch_rows WHERE batch_id = ? "
+                    "AND owner IS NOT NULL",
+                    (grid_id,),
+                )
+            }
+            if owners and not owners & alive and (record := self.get(grid_id)) is not None:
+                found.append(record)
+        return found
 
 
 #: One store per kind (runs, grids) per ledger file (or per file-less client) in
@@ -741,14 +808,17 @@ S = TypeVar("S", bound=BatchStore)
 
 def store_for(client: ClientLike, kind: type[S]) -> S:
     """The store of ``kind`` of a client's ledger file, one per file per process, made
-    here; a client with no ledger has its own, in memory, for as long as it lives."""
+    here; a client with no ledger has its own, in memory, for as long as it lives, which
+    records no run when its ledger was asked for and could not be opened
+    (docs/decisions.md#grid-store)."""
     ledger = client.ledger
     with _stores_lock:
         if ledger is None:
             stores = _memory_stores.setdefault(client, {})
             store = stores.get(kind)
             if store is None:
-                store = stores[kind] = kind(None)
+                unopened = bool(getattr(client, "ledger_unopened", False))
+                store = stores[kind] = kind(SessionTables(unopened=unopened))
         else:
             key = (kind, str(Path(ledger.path).resolve()))
             store = _stores.get(key)

@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._client import default_client
 from ..catalog.checks import shown
-from ..errors import LedgerError, NotRecorded
+from ..errors import LedgerError, PayloadError
 from ..jobs.fanout import valid_concurrency
 from ..jobs.ledger import scrub_payload
-from ..jobs.ledger.file import read_only
-from ..jobs.ledger.writer import is_disk_fault
 from ..protocol.records import Output, is_terminal
 from .batch import FORGOTTEN, TICK, Batch
 from .batch_store import (
@@ -230,6 +228,9 @@ class GridRun(Batch):
             concurrency=valid_concurrency(concurrency),
         )
         self.cells = [GridCell(self, row) for row in self.rows]
+        #: a grid a kernel that ended left unfinished, re-opened by :meth:`reopen_left`:
+        #: its words (the view says them); None for any other grid
+        self.left_note: str | None = None
         #: when the grid was planned (a re-opened one: when it was stored)
         self.created_at = time.time()
         self.store.watch(self.id, self.refresh_ratings)
@@ -260,26 +261,6 @@ class GridRun(Batch):
         self.changed()
 
     # ------------------------------------------------------------------ sending
-
-    def store_batch(self) -> None:
-        """:meth:`Batch.store_batch`; a home that cannot be written (read-only, a full
-        disk) refuses the grid in words that say so and what to do, nothing sent (the
-        store's error came out of sqlite's internals: docs/decisions.md#grid-run)."""
-        try:
-            super().store_batch()
-        except LedgerError as exc:
-            fault = exc.__cause__ or exc.__context__
-            if not isinstance(fault, sqlite3.Error) or not (
-                is_disk_fault(fault) or read_only(fault)
-            ):
-                raise
-            raise NotRecorded(
-                f"grid {self.id} not sent: GENWIDGETS_HOME cannot be written (its ledger "
-                f"{self.store.path}: {fault}), so the grid cannot be recorded before its "
-                "creates leave; nothing was sent or billed. Make it writable, or set "
-                "GENWIDGETS_HOME to a folder you can write, and send it again "
-                "(run the cell again, or grid.submit() on a grid you hold)"
-            ) from None
 
     def submit(self, *, wait: bool = True) -> GridRun:
         """Send every cell once: a second call follows again the cells contact was lost
@@ -521,6 +502,38 @@ class GridRun(Batch):
         return data
 
     # ------------------------------------------------------------------ re-opening
+
+    @classmethod
+    def reopen_left(
+        cls,
+        plan: GridPlan,
+        client: ClientLike,
+        replan: Callable[[int], GridPlan] | None = None,
+    ) -> GridRun | None:
+        """The grid of this plan that a kernel which ended left unfinished (killed
+        mid-grid), re-opened as :meth:`load` does, or None: the same gateway, endpoint(s)
+        and plan digest; a plan whose seed was drawn matches one stored with its own
+        drawn seed when ``replan(seed)`` (the same call with that seed) has its digest.
+        Its :attr:`left_note` says so (docs/decisions.md#grid-left-unfinished)."""
+        store = store_for(client, GridStore)
+        for record in store.left_unfinished(client.gateway_name, plan.endpoint):
+            same = record.digest == plan.digest
+            seed = record.description.get("seed")
+            if not same and replan is not None and plan.seed is not None and seed is not None:
+                try:
+                    same = replan(int(seed)).digest == record.digest
+                except (PayloadError, TypeError, ValueError):
+                    same = False
+            if not same:
+                continue
+            run = cls.load(record.id, client)
+            sent = sum(n for state, n in record.counts.items() if state != WAITING)
+            run.left_note = (
+                f"re-opened grid {record.id} left unfinished by a kernel that ended: {sent} "
+                f"of {record.rows} were sent (none is created again)"
+            )
+            return run
+        return None
 
     @classmethod
     def load(cls, grid_id: str, client: ClientLike) -> GridRun:

@@ -6,14 +6,16 @@ capped read of a request's body.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 __all__ = [
+    "GONE",
     "HANDLERS",
     "bearer",
     "detail",
@@ -22,6 +24,13 @@ __all__ = [
     "refuse",
     "refuse_with",
 ]
+
+
+log = logging.getLogger("genwidgets.protocol")
+
+#: the status a request answers whose client went away before its body was read (nginx's
+#: "client closed request"): nobody reads it, a log line says it
+GONE = 499
 
 
 def detail(status: int, text: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -83,19 +92,29 @@ async def read_capped(
     """The request's body, at most ``cap`` bytes; a larger one is refused with 413 at
     once, or, with ``drain_to``, once read up to that many bytes, so the answer can say
     its size and a client still sending sees it rather than a reset. ``note`` ends the
-    message."""
+    message. A client gone before its body was read (a kernel killed mid-create) is one
+    log line, nothing made: never a traceback per cut request."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > (drain_to or cap):
         raise refuse(413, f"Request body too large: at most {cap} bytes{note}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= cap:
-            chunks.append(chunk)
-        elif drain_to is None:
-            raise refuse(413, f"Request body too large: at most {cap} bytes{note}")
-        elif size > drain_to:
-            break
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size <= cap:
+                chunks.append(chunk)
+            elif drain_to is None:
+                raise refuse(413, f"Request body too large: at most {cap} bytes{note}")
+            elif size > drain_to:
+                break
+    except ClientDisconnect:
+        log.warning(
+            "%s %s: the client went away after %d bytes of its body; nothing was made",
+            request.method,
+            request.url.path,
+            size,
+        )
+        raise refuse(GONE, "the client went away before its request was read") from None
     if size > cap:
         raise refuse(413, f"Request body too large: {size} bytes; at most {cap}{note}")
     return b"".join(chunks)

@@ -25,7 +25,7 @@ from .._formats import short
 from ..lab.code import curl_code
 from ..lab.cost import CONFIRM_ABOVE, billed_unit, needs_confirmation, not_sent_line
 from ..lab.export import margins, save_png
-from ..lab.plan import AXES, plan_grid
+from ..lab.plan import AXES, GridPlan, plan_grid
 from ..lab.run import GridCell, GridRun, list_grids, status_of
 from ..protocol.records import Output
 from .faces import BACKGROUND, Asked, CommandView, answers, in_kernel, static_module
@@ -501,6 +501,8 @@ class Grid(CommandView):
         if failed:
             progress += f" ({failed} failed)"
         progress += in_doubt_words(run)
+        if run.left_note is not None:  # why this grid was not planned anew
+            progress = f"{run.left_note}. {progress}"
         lost, stuck = run.to_go_on()
         if lost:
             progress += f"; {lost} contact lost (Go on follows them again, no new create)"
@@ -548,6 +550,8 @@ def grid(
     client: ClientLike | None = None,
     confirm_above: int = CONFIRM_ABOVE,
     per_endpoint: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    new: bool = False,
 ) -> Grid:
     """Plan, count, validate and (unless confirmation is needed) send an X/Y/Z grid.
 
@@ -559,13 +563,38 @@ def grid(
     Nothing is sent when any cell fails validation (a PayloadError names the
     cell's axis values and the field), over 400 cells, or above
     ``confirm_above`` billed generations until ``grid.submit()``.
+    The same grid left unfinished by a kernel that ended (killed mid-grid, then
+    the cell run again) is re-opened, not paid again: its cells sent are
+    followed, only those never sent are sent, and the view says so;
+    ``new=True`` plans a new grid anyway (docs/decisions.md#grid-left-unfinished).
     """
     needs_confirmation(0, confirm_above)  # a bad value is refused before planning
     chosen = client if client is not None else default_client()
-    plan = plan_grid(endpoint, payload, x, y, z, prepare=chosen.prepare, per_endpoint=per_endpoint)
-    run = GridRun(plan, chosen)
-    waits = needs_confirmation(plan.billed_total, confirm_above)
-    view = Grid(run, needs_confirmation=waits)
+
+    def planned(seed: int | None = None) -> GridPlan:
+        return plan_grid(
+            endpoint, payload, x, y, z, seed=seed, prepare=chosen.prepare, per_endpoint=per_endpoint
+        )
+
+    plan = planned()
+    run = None if new else GridRun.reopen_left(plan, chosen, planned)
+    if run is None:
+        run = GridRun(plan, chosen)
+        waits = needs_confirmation(plan.billed_total, confirm_above)
+        view = Grid(run, needs_confirmation=waits)
+    else:
+        unsent = [c for c in run.cells if c.unsent]
+        waits = not unsent or needs_confirmation(sum(c.billed for c in unsent), confirm_above)
+        then = "wait for .submit() (above confirm_above)" if waits else "are sent now"
+        run.left_note = (
+            f"{run.left_note}; "
+            + (f"the {len(unsent)} never sent {then}; " if unsent else "")
+            + "gw.grid(..., new=True) plans a new grid and pays for every cell"
+        )
+        print(run.left_note)
+        view = Grid(run, needs_confirmation=not run.started)
+        if waits and not all(c.done for c in run.cells):
+            view._on_change()  # noqa: SLF001 - as load_grid: the view follows what runs
     if not waits:
         try:
             view.submit(wait=True)
@@ -581,7 +610,7 @@ def grid(
             else:  # no notes on exceptions before 3.11
                 print(note, file=sys.stderr)
             raise
-    elif not in_kernel():
+    elif not in_kernel() and run.left_note is None:
         print(not_sent_line(plan.summary(), confirm_above, "call .submit() on the returned grid"))
     return view
 

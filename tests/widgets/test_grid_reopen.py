@@ -1,0 +1,126 @@
+"""``gw.grid`` run again after the kernel that sent it ended mid-grid (review-33 point 2):
+the same grid is re-opened, its cells sent are followed and never created again, only
+the cells never sent are sent, and it says so; ``new=True`` plans a new grid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from widgets.taskfakes import wait_for
+
+import genwidgets as gw
+from genwidgets.lab import GridRun, GridStore
+from genwidgets.lab.batch_store import WAITING
+from genwidgets.simulator import SimulatorServer
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+T2I = "genW2.5-t2i-preview"
+KEY = "sim-demo-key"
+CELLS = 12
+#: the cell a student runs again after "Restart kernel and Run All"
+CALL = (
+    "import genwidgets as gw\n"
+    "client = gw.Client()\n"
+    "gw.grid('genW2.5-t2i-preview', {'prompt': 'a lighthouse at dusk', 'n': 1},\n"
+    "        x=('seed', list(range(1, 13))), client=client, confirm_above=100)\n"
+)
+
+
+def stats(sim: SimulatorServer) -> dict[str, Any]:
+    return dict(httpx.get(f"{sim.base_url}/_sim/stats", timeout=10).json())
+
+
+def same_call(client: gw.Client, **kwargs: Any) -> gw.Grid:
+    return gw.grid(
+        T2I,
+        {"prompt": "a lighthouse at dusk", "n": 1},
+        x=("seed", list(range(1, CELLS + 1))),
+        client=client,
+        confirm_above=100,
+        **kwargs,
+    )
+
+
+def killed_mid_grid(sim: SimulatorServer, home: Path) -> str:
+    """Run :data:`CALL` in another process, kill it with SIGKILL once 3 creates were
+    answered (the others in flight or never sent); the id of the grid it left."""
+    env = dict(
+        os.environ,
+        GENWIDGETS_HOME=str(home),
+        GENWIDGETS_BASE_URL=sim.base_url,
+        GENWIDGETS_API_KEY=KEY,
+    )
+    kernel = subprocess.Popen([sys.executable, "-c", CALL], env=env)
+    try:
+        assert wait_for(lambda: stats(sim)["created"] >= 3, 120), "no create was answered"
+    finally:
+        kernel.send_signal(signal.SIGKILL)
+        kernel.wait(timeout=60)
+    store = GridStore(home / "ledger.sqlite3")
+    try:
+        (left,) = store.grids()
+    finally:
+        store.close()
+    return left.id
+
+
+def tasks(sim: SimulatorServer) -> list[dict[str, Any]]:
+    return list(httpx.get(f"{sim.base_url}/_sim/tasks", timeout=10).json())
+
+
+def test_a_grid_a_killed_kernel_left_is_reopened_and_pays_only_its_unsent_cells(
+    make_simulator: Callable[..., SimulatorServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sim = make_simulator(latency=1.0)  # creates answered slowly: the kill finds some out
+    home = tmp_path / "home"
+    left_id = killed_mid_grid(sim, home)
+    httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 0}, timeout=10).raise_for_status()
+    store = GridStore(home / "ledger.sqlite3")
+    unsent = [row.index for row in store.rows(left_id) if row.state == WAITING]
+    store.close()
+    assert 0 < len(unsent) < CELLS, "the kill came too early or too late: it proves nothing"
+
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    with gw.Client(sim.base_url, KEY) as client:
+        view = same_call(client)
+        said = capsys.readouterr().out
+        assert view.run.id == left_id  # the same grid, not a new one
+        view.wait(timeout=120)
+        assert all(view.run.cells[i].request_id for i in unsent)  # the unsent: sent now
+        made = [t["payload_sha256"] for t in tasks(sim)]  # each cell's payload is its own
+        assert len(made) == len(set(made)) <= CELLS  # no cell paid twice
+        assert f"re-opened grid {left_id} left unfinished by a kernel that ended" in said
+        assert f"{CELLS - len(unsent)} of {CELLS} were sent" in said
+        assert f"the {len(unsent)} never sent are sent now" in said and "new=True" in said
+        assert view.head["progress"].startswith(f"re-opened grid {left_id}")
+        assert [g.id for g in gw.grids(client)] == [left_id]
+        # finished now: the same call would plan a new grid
+        assert GridRun.reopen_left(view.run.plan, client) is None
+
+
+def test_new_true_plans_a_new_grid_beside_the_one_a_killed_kernel_left(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sim = make_simulator(latency=1.0)
+    home = tmp_path / "home"
+    left_id = killed_mid_grid(sim, home)
+    httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 0}, timeout=10).raise_for_status()
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    with gw.Client(sim.base_url, KEY) as client:
+        view = same_call(client, new=True)
+        assert view.run.id != left_id and view.run.left_note is None
+        view.wait(timeout=120)
+        assert all(c.request_id for c in view.run.cells)  # every cell paid again
+        assert {g.id for g in gw.grids(client)} == {left_id, view.run.id}

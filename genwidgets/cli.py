@@ -59,6 +59,7 @@ from .jobs.job import (
     copies_pending_words,
     kept_cancel,
     no_stop_hint,
+    poll_failed_since,
 )
 from .jobs.ledger import MAX_LIMIT
 from .jobs.ledger.lease import HOST, pid_alive
@@ -389,9 +390,12 @@ def _asked(
             # status said is the gateway's now; a task ended meanwhile gives its result. One
             # try, no retries: the command ends within its wait plus one request timeout
             try:
+                asked = time.time()
                 if job.last_status is None and job.status(retries=0).done:
-                    result = job.result(timeout=client.timeout)
+                    result = _fetched_once(job, asked, client.timeout)
                 elif job.last_status is not None and job.last_status.done:  # its result late
+                    if job.poll_error is not None:  # asked, and not given: said as resume does
+                        return _result_unread(args, job, job.poll_error)
                     return _not_known_yet(args, rid, timeout, job.last_status)
                 else:
                     out = {"request_id": rid, "status": job.status_text, "done": False}
@@ -403,6 +407,8 @@ def _asked(
             except (NoAnswer, ServerError, RateLimited, TaskTimeout) as exc:
                 if isinstance(job.poll_error, ResultMissing):
                     return _result_gone(args, job, job.poll_error)
+                if job.poll_error is not None and job.last_status and job.last_status.done:
+                    return _result_unread(args, job, job.poll_error)
                 return _not_known_yet(args, rid, exc, job.last_status)
     except GatewayError as exc:
         if not _poll_refused(exc):
@@ -499,7 +505,8 @@ def _not_known_yet(
     ask (its address hangs, fails, or holds us back; ``exc`` in words: an answer that
     says no status): how the task stands is not known yet, which is not a failed task;
     the same command asks again. A ``status`` that said the task is done tells so: its
-    result only could not be fetched."""
+    result only could not be fetched (not yet, exit :data:`EXIT_NOT_YET`, as ``resume``
+    says it; never 1, a failed task)."""
     words = exc if isinstance(exc, str) else error_words(exc)
     out = {"request_id": rid, "status": None, "done": False, "known": False, "error": words}
     wait = " --wait SECONDS" if args.command == "result" else ""
@@ -510,6 +517,7 @@ def _not_known_yet(
         out |= {"status": status.status, "done": True}
         word = terminal_text(status.status)
         said = f"{rid}: {word}; its result could not be fetched in time ({words}); {again}"
+        return say(args, out, said, EXIT_NOT_YET)
     return say(args, out, said, EXIT_NOT_DONE)
 
 
@@ -586,6 +594,32 @@ def _result_gone(args: argparse.Namespace, job: Job, exc: ResultMissing) -> int:
     out |= {"result_missing": True, "error": words, "files": []}
     said = f"{rid}: {terminal_text(job.status_text)} ({words})"
     return say(args, out, said, EXIT_RESULT_GONE)
+
+
+def _fetched_once(job: Job, since: float, within: float) -> Result:
+    """The result of ``job``, whose status (asked at ``since``) said it ended: its own
+    poll fetches it, waited for at most ``within`` seconds and until that fetch fails
+    (``poll_failed_since``: a 500, no answer, a result gone), then raised as
+    :class:`TaskTimeout`: one fetch, not the job's polls to their failure limit."""
+    end = time.monotonic() + within
+    while True:
+        try:
+            return job.result(timeout=min(0.1, max(0.0, end - time.monotonic())))
+        except TaskTimeout:
+            if poll_failed_since(job, since) is not None or time.monotonic() >= end:
+                raise
+
+
+def _result_unread(args: argparse.Namespace, job: Job, exc: BaseException) -> int:
+    """``result ID`` of a task whose status said it ended, its result asked and not given
+    (a 500, no answer): said as ``resume`` says it (:func:`_lost_contact_words`), exit
+    :data:`EXIT_NOT_YET`, as ``resume``'s: the task has ended, asking again may read it."""
+    rid, status = job.request_id, job.last_status
+    again = f"genwidgets result {rid} --wait SECONDS asks again"
+    words = _lost_contact_words(exc, status).replace("genwidgets resume asks for them again", again)
+    out = {"request_id": rid, "status": job.status_text, "done": True, "known": False}
+    out |= {"ok": False, "error": words, "files": []}
+    return say(args, out, f"{rid}: {terminal_text(job.status_text)}; {words}", EXIT_NOT_YET)
 
 
 def _answer(exc: GatewayError) -> str:

@@ -93,6 +93,20 @@ def _shown(text: str) -> str:
     return terminal_text(hide_userinfo(redact(text)))
 
 
+def words_of(exc: BaseException) -> str:
+    """A failure in words for a batch row, its manifest and a command's lines, never a
+    Python class name (``OutcomeUnknown: ...``): ours say it in their message (a
+    transport's failure in ``protocol.body.failure_words``' words, a gateway's answer as
+    it came); an OS error by its reason and path; any other by its text. Inert on a
+    terminal, as every error's message (docs/decisions.md#batch-row-states)."""
+    if isinstance(exc, GenwidgetsError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _shown(f"{exc.strerror}{where}")
+    return _shown(str(exc) or "no detail")
+
+
 class GenwidgetsError(Exception):
     """Base class of every error genwidgets raises on purpose. Its message is inert on
     a terminal, whatever text it was built from (docs/decisions.md#inert-text)."""

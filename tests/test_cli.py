@@ -29,6 +29,7 @@ from loopback import (
 
 import genwidgets
 from genwidgets import cli
+from genwidgets._config import DEFAULT_MAX_RETRIES
 from genwidgets.cli import main
 from genwidgets.jobs import downloads, polling
 from genwidgets.protocol.body import failure_words
@@ -765,12 +766,13 @@ def test_result_of_a_completed_task_whose_result_address_hangs_says_it_completed
     """R10: the gateway said COMPLETED, then its result address did not answer: the
     command says so, not that the outcome is unknown. Review 23, fault 9: in the
     command's words, not Python's ("Wait again with job.result()"), and with a wait
-    not "not finished (COMPLETED)"."""
+    not "not finished (COMPLETED)". Review 32, fault 1: exit 75 (not yet), as ``resume``
+    says it, not 1 (a failed task)."""
     file_host.results_open.clear()
     monkeypatch.setattr(cli, "Client", functools.partial(genwidgets.Client, timeout=0.5))
     code = main(["result", "r7", "--endpoint", "ep", "--wait", wait])
     said = capsys.readouterr().out
-    assert code == cli.EXIT_NOT_DONE and "r7: COMPLETED; its result could not be fetched" in said
+    assert code == cli.EXIT_NOT_YET and "r7: COMPLETED; its result could not be fetched" in said
     assert "not known" not in said and "not finished" not in said
     assert "job." not in said and "genwidgets result r7 --wait SECONDS" in said
 
@@ -1822,3 +1824,76 @@ def test_a_batch_not_on_a_terminal_says_on_stderr_what_it_waits_for(
     assert code == 1, err
     waiting = f" s so far, waiting for the rows of {rows} (into {out})"
     assert re.search(rf"^genwidgets batch: \d+{re.escape(waiting)}$", err, re.MULTILINE), err
+
+
+class CompletedResultFailsCounted(CompletedResultFails):
+    """:class:`CompletedResultFails`, its result asks counted."""
+
+    results = 0
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/response"):
+            type(self).results += 1
+        super().do_GET()
+
+
+def test_result_of_a_completed_task_whose_result_fails_says_it_ended_after_one_try(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 32, fault 1: ``result ID`` of a task said COMPLETED whose result answers 500
+    waited a whole client timeout (the job's polls asking on) and said "its result is on
+    its way", exit 1. It asks once, and says, as ``resume`` does, that the task ended and
+    its result could not be fetched (the gateway's 500 named), exit 75 (not yet)."""
+    handler = type("Gateway", (CompletedResultFailsCounted,), {"results": 0})
+    gateway = submitted_then(handler, monkeypatch, tmp_path)
+    try:
+        code = main(["result", "r1"])
+        line = capsys.readouterr().out.strip()
+        assert code == cli.EXIT_NOT_YET, line
+        assert line.startswith("r1: COMPLETED; its result could not be fetched: the gateway "), line
+        assert "answered with a failure (HTTP 500: internal error" in line
+        assert "the task has ended" in line and "on its way" not in line
+        # a fetch or two (each with its request's retries), not the job's polls to their
+        # failure limit (30 asks in 35 s)
+        assert handler.results <= 2 * (1 + DEFAULT_MAX_RETRIES), handler.results
+        assert main(["result", "r1", "--json"]) == cli.EXIT_NOT_YET
+        found = json_out(capsys)
+        assert (found["status"], found["done"], found["known"]) == ("COMPLETED", True, False)
+    finally:
+        gateway.close()
+
+
+@pytest.mark.parametrize("words", ["Result not found", "Not Found", None])
+def test_result_of_a_completed_task_whose_result_is_gone_is_66_whatever_the_404_says(
+    words: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 32, fault 3: a 404 to the result of a task said COMPLETED was "done and
+    paid, its result gone" (66) only for the words "Request not found"; "Result not
+    found", "Not Found" or no body gave 1, "the gateway refused its result"."""
+
+    class Purged(OneTaskGateway):
+        def do_GET(self) -> None:
+            if self.path.endswith("/status"):
+                self.send_json({"request_id": "r1", "status": "COMPLETED"})
+            elif words is None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.send_json({"detail": words}, 404)
+
+    gateway = submitted_then(Purged, monkeypatch, tmp_path)
+    try:
+        code = main(["result", "r1", "--wait", "5"])
+        line = capsys.readouterr().out.strip()
+        assert code == cli.EXIT_RESULT_GONE, line
+        assert line.startswith("r1: COMPLETED (done and paid, but its result is gone"), line
+        assert "refused" not in line
+        assert main(["result", "r1", "--json"]) == cli.EXIT_RESULT_GONE
+        found = json_out(capsys)
+        assert found["result_missing"] and not found.get("refused"), found
+    finally:
+        gateway.close()

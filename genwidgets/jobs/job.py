@@ -562,15 +562,20 @@ class Job:
                 return
 
     async def _fetch_result(self, status: Status) -> Result | None:
-        """The result of a task whose ``status`` ended it. A 404 "Request not found" of
-        the result after a status that did not say failed (results purged, a replica
-        that lost them) is no end of the task: the gateway said it was done, and it is
-        paid. It is a failed contact (``ServerError``), asked again up to the failure
-        limit, then the job's end as contact lost: never "gone", never created again."""
+        """The result of a task whose ``status`` ended it. A 404 (or 410) of the result
+        after a status that did not say failed (results purged, a replica that lost them),
+        whatever its words ("Request not found", "Not Found", none: a status said the
+        task ended, so "is the task gone" is answered), is no end of the task: the gateway
+        said it was done, and it is paid. It is a failed contact (``ResultMissing``, a
+        ``ServerError``), asked again up to the failure limit, then the job's end as
+        contact lost: never "gone", never created again. A proxy's 404 page is a failed
+        contact as it came (``ServerError``)."""
         try:
             result = await self._gateway.result(self._handle, source=self._output_source)
-        except RequestNotFound as exc:
-            if not is_failure(status.status):
+        except GatewayError as exc:
+            if is_failure(status.status):
+                result = None
+            elif exc.status_code in (404, 410) and not isinstance(exc, ServerError):
                 raise ResultMissing(
                     f"the gateway said {status.status}, but its result address answers "
                     f"{exc.message!r}: the task ended and bills; its result was not read",
@@ -578,11 +583,8 @@ class Job:
                     endpoint=self.endpoint,
                     request_id=self.request_id,
                 ) from exc
-            result = None
-        except GatewayError:
-            if not is_failure(status.status):
+            else:
                 raise
-            result = None
         if result is None and is_failure(status.status):
             # CANCELLED / FAILED / ERROR with no readable result: the status says it all.
             return Result.from_body(

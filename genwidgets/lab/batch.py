@@ -38,9 +38,11 @@ from ..errors import (
     PayloadError,
     RateLimited,
     RequestNotFound,
+    ResultMissing,
     ServerError,
     Unauthorized,
     Unreachable,
+    words_of,
 )
 from ..jobs.job import kept_cancel, poll_failed_since
 from ..jobs.ledger import NOT_CREATED, scrub_payload
@@ -154,6 +156,13 @@ def _cancel_refused(job: object) -> str | None:
     if error is None or getattr(job, "cancel_requested", True) or kept_cancel(job) is not None:
         return None
     return str(error)
+
+
+def _said_ended(job: object) -> bool:
+    """Whether a job's last status said its task ended (its result alone is left to
+    read): such a task neither runs nor bills on, whatever became of its result."""
+    status = getattr(job, "last_status", None)
+    return status is not None and bool(status.done)
 
 
 class Batch:
@@ -620,7 +629,7 @@ class Batch:
         if self.failing < BREAKER_AFTER or last is None:
             return
         billed = sum(self._failed_at.values())
-        shown = f"{type(last).__name__}: {last}"
+        shown = words_of(last)
         if not billed:
             how = f"could not reach the gateway (nothing was made; the last: {shown})"
         elif billed == self.failing:
@@ -654,7 +663,7 @@ class Batch:
                     return
                 # not the row's fault: it waits for a run that can send it
                 row.error = (
-                    f"not sent: {why} ({type(outcome).__name__}: {outcome}); nothing was "
+                    f"not sent: {why} ({words_of(outcome)}); nothing was "
                     "made, so it waits to be sent again"
                 )
                 row.rate_limited = 0
@@ -677,16 +686,19 @@ class Batch:
         error = ""
         if result is None and lost_contact(job):
             lost = job.exception()
-            self._lost_contact(row, f"{type(lost).__name__}: {lost}")
+            assert lost is not None
+            if _said_ended(job):  # only its result was not read: nothing to follow
+                with self.lock:
+                    self._result_unread(row, lost)
+                return
+            self._lost_contact(row, words_of(lost))
             return
         if result is None:
             try:
                 result = job.result(timeout=0)
             except ClientClosed as exc:
                 with self.lock:
-                    self._unknown(
-                        row, f"contact lost: its client was closed ({type(exc).__name__}: {exc})"
-                    )
+                    self._unknown(row, f"contact lost: its client was closed ({words_of(exc)})")
                 return
             except RequestNotFound as exc:  # made (a request id): it may have run and billed
                 if not getattr(self.client, "embedded", False):
@@ -704,7 +716,7 @@ class Batch:
                     "again, free on the simulator"
                 )
             except Exception as exc:  # an odd end
-                error = f"{type(exc).__name__}: {exc}"
+                error = words_of(exc)
         if result is not None and result.ok:
             self._write(row, result)
             return
@@ -745,8 +757,7 @@ class Batch:
             except (OSError, GenwidgetsError, ValueError) as exc:
                 with self.lock:
                     row.error = (
-                        "done at the gateway; its files were not written: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"done at the gateway; its files were not written: {words_of(exc)}"
                     )
                     self.update(row, PENDING)
                 return
@@ -786,6 +797,27 @@ class Batch:
             row.error = f"contact lost ({why}){FOLLOWING_AGAIN}"
         self.dirty = True  # the finisher tells the views
 
+    def _result_unread(self, row: BatchRow, error: BaseException) -> None:
+        """End a row whose task's status said it ended, its result asked and not given (a
+        5xx, no answer; a 404 after it: ``ResultMissing``), ``unknown`` with its request
+        id: never "left running" nor "may still run" (the task ended); running the batch
+        again asks for its result, with no create (under the lock)."""
+        assert row.job is not None and row.job.last_status is not None
+        word = row.job.last_status.status
+        if isinstance(error, ResultMissing):
+            row.error = (
+                f"its task completed ({word}) and is paid, but its result is gone at the "
+                f"gateway ({words_of(error)}): its outputs cannot be read here; ask the "
+                "gateway's operator for them. Running the batch again asks once more "
+                "(no new create)"
+            )
+        else:
+            row.error = (
+                f"its task ended ({word}), but its result could not be read "
+                f"({words_of(error)}). Running the batch again asks for it (no new create)"
+            )
+        self.update(row, UNKNOWN)
+
     def _deadline(self, row: BatchRow) -> float | None:
         """When the row's ``timeout`` passes (None: it has none, or no task yet)."""
         if self.timeout is None or row.created_at is None:
@@ -810,15 +842,36 @@ class Batch:
                 failed = self._cancel_failed(row) if row.state == CREATED else None
                 asked = row.cancel_asked_at
                 deadline = self._deadline(row)
+                job = row.job if row.state == CREATED else None
+                task_ended = job is not None and _said_ended(job)
                 if failed is not None:
                     self._lost_past_deadline(row, failed)
+                elif task_ended and deadline is not None and now > deadline:
+                    # its task ended in time or since: its result alone is left, fetched
+                    # by its job (an end is the finisher's); a fetch that failed while the
+                    # job asks on is said so at once, never "left running"
+                    unread = getattr(job, "poll_error", None)
+                    if unread is not None and job is not None and not job.done() and not row.lost:
+                        self._result_unread(row, unread)
                 elif (
                     row.state == CREATED
                     and asked is not None
                     and now - asked > CANCEL_GRACE
                     and not row.lost  # out of contact: its follow-up's loss says unknown
+                    and not task_ended  # its result is on its way
                 ):
                     late_words = f"timed out after {self.timeout:g} s; " if row.timed_out else ""
+                    lost = poll_failed_since(row.job, asked)
+                    if (row.cancel_taken or getattr(row.job, "cancel_taken", False)) and (
+                        isinstance(lost, NO_CONTACT)
+                    ):  # the gateway took it, then went silent: not known, never "left"
+                        self._unknown(
+                            row,
+                            f"{late_words}no word of its task since its cancel was asked "
+                            f"(contact lost: {words_of(lost)})",
+                            "; the gateway had taken its cancel",
+                        )
+                        continue
                     kept = kept_cancel(row.job)  # not taken by the gateway: the job sends it again
                     refused = _cancel_refused(row.job)  # "too late": nothing will stop it
                     ended = (  # a gateway may accept a cancel and go on
@@ -842,10 +895,18 @@ class Batch:
                     and row.job is not None
                     and (row.lost or not row.job.done())
                 ):
+                    # its last poll failed (no answer since): contact lost, not "running"
+                    unheard = getattr(row.job, "poll_error", None)
                     if self.on_timeout == "leave":
                         row.timed_out = True
                         if row.lost:  # nothing to ask of it
                             self._lost_past_deadline(row, None)
+                        elif unheard is not None:  # nothing known now: never "still running"
+                            self._unknown(
+                                row,
+                                f"contact lost ({words_of(unheard)}), past its timeout of "
+                                f"{self.timeout:g} s",
+                            )
                         else:
                             row.error = f"still running after {self.timeout:g} s: left running"
                             self.update(row, LEFT)
@@ -884,13 +945,13 @@ class Batch:
             return None
         if status is not None and status.done:  # its result is on its way
             return None
-        cancel = f"its cancel failed ({type(error).__name__}: {error})"
+        cancel = f"its cancel failed ({words_of(error)})"
         if row.lost:
             return cancel
         failed = poll_failed_since(job, asked)
         if not isinstance(failed, NO_CONTACT):  # answered (or not asked yet): contact holds
             return None
-        return f"{cancel}, and so did a poll of it ({type(failed).__name__}: {failed})"
+        return f"{cancel}, and so did a poll of it ({words_of(failed)})"
 
     def _lost_past_deadline(self, row: BatchRow, cancel: str | None) -> None:
         """End a row out of contact at its deadline ``unknown``, its request id kept for a
@@ -974,7 +1035,7 @@ class Batch:
                 job = finished.get(request_id) or self.client.job(row.endpoint, request_id)
             except GenwidgetsError as exc:
                 with self.lock:
-                    self._unknown(row, f"contact lost ({type(exc).__name__}: {exc})")
+                    self._unknown(row, f"contact lost ({words_of(exc)})")
                 continue
             # a task followed again keeps its deadline (attach); one restored from the
             # store counts it from its reservation: a job asked for by its id says "now"
@@ -1423,7 +1484,7 @@ class Batch:
 
     def _trouble(self, what: str, exc: BaseException) -> None:
         """A background thread's error: recorded, logged once, shown; the run goes on."""
-        text = f"{what}: {type(exc).__name__}: {exc}"
+        text = f"{what}: {words_of(exc)}"
         if text != self.problem:
             log.warning("genwidgets: %s %s: %s", self.noun, self.id, text)
         self.problem = text
@@ -1497,7 +1558,7 @@ class Batch:
         except Exception as exc:
             self._trouble("sending", exc)
             with self.lock:
-                self.pause(f"sending stopped on {type(exc).__name__}: {exc}")
+                self.pause(f"sending stopped: {words_of(exc)}")
                 stuck = [r for r in self.rows if r.state == SENDING]
             with contextlib.suppress(Exception):
                 if stuck:
@@ -1587,7 +1648,7 @@ class Batch:
             with self.lock:
                 if row.state == CREATED:
                     row.error = (
-                        f"not finished here ({type(exc).__name__}: {exc}); running the "
+                        f"not finished here ({words_of(exc)}); running the "
                         "batch again re-attaches its task"
                     )
                     self.update(row, UNKNOWN)

@@ -243,6 +243,7 @@ def test_creates_failing_in_a_row_pause_the_batch_until_asked(
         assert 5 <= posted <= 5 + batch.concurrency
         assert batch.paused and "paused" in (batch.stopped or "")
         assert "5 creates in a row" in (batch.stopped or "")
+        assert "OutcomeUnknown" not in (batch.stopped or "")  # words, no class (review 32)
         assert f"{posted} row(s) in doubt" in (batch.stopped or "")
         assert sum(r.status == "unknown" for r in batch.rows) == posted
         assert sum(r.status == "waiting" for r in batch.rows) == 30 - posted

@@ -24,6 +24,7 @@ from loopback import LoopbackServer, OneTaskGateway
 
 import genwidgets as gw
 from genwidgets import _client
+from genwidgets._config import shown_path
 from genwidgets.cli import build_parser
 from genwidgets.errors import LedgerError
 from genwidgets.jobs.ledger import LEDGER_FILE_NAME, Ledger
@@ -253,7 +254,8 @@ def test_a_ledger_another_process_holds_sends_nothing_and_says_to_run_it_again(
         code, out, err = run(common)
         assert code == 1 and err.count("\n") == 1, err
         assert err.startswith("genwidgets batch: not sent: another process ")
-        assert f"holds the ledger {path}" in err and "run it again once it frees" in err
+        # the ledger named as every message names a home's file (docs/decisions.md#shown-paths)
+        assert f"holds the ledger {shown_path(path)}" in err and "run it again once it frees" in err
         code, out, err = run([*common, "--json"])
         found = json.loads(out)
         assert code == 1 and err == "" and found["error_type"] == "LedgerError"

@@ -47,6 +47,7 @@ from .errors import (
     Unauthorized,
     Unreachable,
     WebhookNotSupported,
+    words_of,
 )
 from .jobs import polling
 from .jobs.engine import (
@@ -130,7 +131,7 @@ def create_failure(exc: BaseException) -> str:
     """A failed create in words, by what it means for money: "not created" (nothing
     was made, sending it again pays once) or "outcome unknown" (a task may exist and
     bill: never sent again by us). Batches, grids and sweeps say it alike."""
-    said = f"{type(exc).__name__}: {exc}"
+    said = words_of(exc)
     if created_nothing(exc):
         return f"not created: {said}"
     return (
@@ -1240,7 +1241,7 @@ class Client:
             "cancelled): its task may exist (and bill); look for it with client.history() "
             "before sending it again"
             if isinstance(exc, asyncio.CancelledError)
-            else f"{type(exc).__name__}: {exc}"
+            else words_of(exc)
         )
         try:
             self.ledger.writes.record_create_failed(

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from .._config import redact
 from .._files import write_atomically
 from .._formats import spreadsheet_cell
+from ..errors import words_of
 
 __all__ = ["COLUMNS", "CSV_EVERY", "CSV_NAME", "JSONL_NAME", "Manifest", "read_manifest"]
 
@@ -69,7 +70,7 @@ class Manifest:
         self.problem: str | None = None
 
     def _failed(self, what: str, exc: OSError) -> None:
-        self.problem = f"{what} not written: {type(exc).__name__}: {exc}"
+        self.problem = f"{what} not written: {words_of(exc)}"
 
     def event(self, record: Mapping[str, Any]) -> None:
         """Append one row's record (``row``, ``status``, ...) to the JSONL file."""

@@ -152,7 +152,8 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]), prepare=fake.prepare)
     run = GridRun(plan, fake, store=store).submit(wait=True)
     assert [status_of(c) for c in run.cells[1:]] == ["not created", "outcome unknown"]
-    assert (run.cells[2].error or "").startswith("outcome unknown: ServerError")
+    said = run.cells[2].error or ""
+    assert said.startswith("outcome unknown: HTTP 500: Runtime execution failed"), said
     assert "not sent again" in (run.cells[2].error or "")
     # the one that made nothing failed (retry_failed sends it); the one in doubt is said apart
     assert run.tally()[1] == 1 and run.in_doubt() == 1
@@ -163,7 +164,9 @@ def test_a_cell_whose_create_failed_says_what_it_means_for_money(tmp_path: Path)
     described = {c["index"]: c["error"] for c in run.describe()["cells"]}
     assert described[2] == run.cells[2].error  # the export says it the same way
     page = save_html(run, tmp_path / "grid.html").read_text(encoding="utf-8")
-    assert "outcome unknown: ServerError" in page and "not created: GatewayError" in page
+    # in words, never a Python class name (review 32)
+    assert "outcome unknown: HTTP 500" in page and "not created: HTTP 400" in page
+    assert "ServerError" not in page and "GatewayError" not in page
     assert "failed: outcome unknown" not in page and "failed: not created" not in page
     store.close()
 
@@ -316,7 +319,7 @@ def test_a_cell_that_cannot_be_prepared_when_sent_is_not_created_and_the_rest_go
     plan = plan_grid(T2I, {"prompt": "a fox", "n": 1}, ("seed", [1, 2, 3]))  # not prepared
     run = GridRun(plan, fake, store=store).submit(wait=True)
     assert len(fake.sent) == 2 and run.cells[1].job is None
-    assert (run.cells[1].error or "").startswith("not created: PayloadError")
+    assert (run.cells[1].error or "").startswith("not created: invalid payload for")
     assert "input.png is gone" in (run.cells[1].error or "")
     assert status_of(run.cells[1]) == "not created" and run.cells[1].failed
     store.close()

@@ -151,13 +151,16 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     # when the latest of a task's cancels in flight was forwarded: a count older than a
     # create may be sending is no cancel in flight (its server stopped before the answer,
-    # budgets.cancels_in_flight); a task an older version left cancelling (none counted,
-    # no state to go back to) is taken as asked from unknown by such a cancel
+    # budgets.cancels_in_flight). A task an older version left cancelling (none counted,
+    # no state to go back to) had its cancel accepted, answered 5xx or unanswered (a
+    # refusal put it back): taken (budgets.TAKEN), settled by upstream's end as that
+    # version settled it. Taken as a stale cancel not taken, it was made unknown, and
+    # upstream's "cancelled" given back as a failure (review-31 fault 2)
     (
         6,
         (
             "ALTER TABLE tasks ADD COLUMN cancel_sent_at DOUBLE PRECISION",
-            "UPDATE tasks SET cancel_from = 'unknown', cancels_out = 1 "
+            "UPDATE tasks SET cancel_from = 'unknown', cancel_taken = 1 "
             "WHERE state = 'cancelling' AND cancel_from IS NULL",
         ),
     ),

@@ -14,6 +14,7 @@ docs/decisions.md#serve-storage.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -292,7 +293,27 @@ class Database:
                 "PostgreSQL needs the psycopg driver: pip install 'genwidgets[serve]'"
             ) from exc
         except Exception as exc:
-            raise storage_error(f"cannot open the database {self!r}: {self._hidden(exc)}") from exc
+            said = f"{self._hidden(exc)}{self._why_unopened()}"
+            raise storage_error(f"cannot open the database {self!r}: {said}") from exc
+
+    def _why_unopened(self) -> str:
+        """Why SQLite may not open the file, past its own words ("unable to open database
+        file"): it is a folder, or its folder cannot be written (a read-only mount), where
+        SQLite cannot make the ``-shm`` file it needs to read a file in WAL mode, as the
+        class gateway writes it, even read-only. '' when neither (or on PostgreSQL)."""
+        if self.path is None:
+            return ""
+        if self.path.is_dir():
+            return " (it is a folder: give the class's file)"
+        folder = self.path.parent
+        if self.path.exists() and not os.access(folder, os.W_OK):
+            return (
+                f" (its folder {folder} cannot be written: SQLite reads a file in WAL mode, as "
+                "the class gateway writes it, only where it can make its -shm file beside "
+                "it, even read-only; copy the file, with its -wal file if there is one, to "
+                "a folder you can write and give the copy)"
+            )
+        return ""
 
     def _connection(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -375,7 +396,13 @@ class Database:
             found = self.run(
                 lambda tx: tx.one("SELECT MAX(version) FROM schema_version"), write=False
             )
-        except ServeError:  # no schema yet (a new file), or unreadable: written below
+        except ServeError as exc:  # no schema yet (a new file), or unreadable: written below
+            if self.read_only and "no such table" not in str(exc.__cause__):
+                # unreadable is not "no schema": it cannot be written either (review-31)
+                raise storage_error(
+                    f"the database {self!r} cannot be opened read-only: SQLite says "
+                    f"{exc.__cause__ or exc}{self._why_unopened()}"
+                ) from exc
             found = None
         if found and found[0] is not None and int(found[0]) >= newest:
             return int(found[0])

@@ -84,6 +84,12 @@ _FORMS = (
     "--database takes a SQLite file (its path, or sqlite:///PATH) or a PostgreSQL URL "
     "(postgresql://USER:PASSWORD@HOST:PORT/DBNAME)"
 )
+#: a ``sqlite:///PATH?...`` whose query is not ``mode=ro`` (review-31 fault 6)
+_SQLITE_QUERY = (
+    f"{_FORMS}; a sqlite:/// URL takes nothing after its path but ?mode=ro (read-only), "
+    "and this one has another query (it is not shown: it may hold a password). A SQLite "
+    "file whose name holds a '?' is given as its path alone, without sqlite:///"
+)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 #: a scheme --database knows, written with any slashes (``postgresql:/``, ``sqlite:``)
 _KNOWN_SCHEME = re.compile(r"(?i)(postgres|postgresql|sqlite):")
@@ -457,8 +463,11 @@ def _refuse_no_sqlite_path(text: str) -> None:
     file here (``postgresql:/alice:pw@host/db`` made the folders named with the
     password, review-30 fault 2). Any other text is a file's name (``runs
     lr=0.1.db``, review-29 fault 5); ``sqlite:///PATH`` is always a path (``?mode=ro``
-    at its end: read-only). docs/decisions.md#serve-storage."""
+    at its end: read-only; any other query is refused: ``?password=...`` made a file
+    named with it, review-31 fault 6). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
+        if "?" in text and text.partition("?")[2] != "mode=ro":
+            raise GenwidgetsError(_SQLITE_QUERY)
         return
     if _SCHEME.match(text):
         scheme, _, rest = text.partition("://")

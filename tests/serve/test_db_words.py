@@ -382,3 +382,29 @@ def test_a_file_whose_name_holds_a_colon_and_an_at_sign_is_taken_once_it_is_ther
     assert code == 0 and (tmp_path / name).is_file(), err
     code, _, err = run(capsys, "--database", name, "groups", "class")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["password=S3cretPw", "mode=ro&password=S3cretPw", "mode=rw", "S3cretPw", "mode=ro?S3cretPw"],
+    ids=["password", "mode-and-password", "another-mode", "a-bare-word", "two-queries"],
+)
+@pytest.mark.parametrize("command", [("keys", "add", "bob"), ("tasks",)], ids=["keys", "tasks"])
+def test_a_sqlite_url_with_a_query_it_does_not_take_is_refused_unrepeated(
+    query: str,
+    command: tuple[str, ...],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``sqlite:///x?password=...`` made a file named with the password, and ``tasks``
+    printed it in "no class database at" (review-31 fault 6). A sqlite:/// URL takes only
+    ``?mode=ro`` after its path: any other query is refused, saying so, its text (and
+    the parameters' values) not shown, no file made."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--database", f"sqlite:///x?{query}", *command)
+    assert code == 2 and "?mode=ro" in err, err
+    assert "S3cret" not in out + err and "mode=rw" not in err, err
+    assert list(tmp_path.iterdir()) == []
+    code, _, err = run(capsys, "--database", "sqlite:///x?mode=ro", "tasks")
+    assert code == 2 and "no class database at x:" in err, err  # the one query taken

@@ -41,7 +41,9 @@ __all__ = [
     "HOLDS",
     "LIVE",
     "LOST_AFTER",
+    "MAYBE_TAKEN",
     "SHARED_CANCEL",
+    "TAKEN",
     "TOLD",
     "CancelWay",
     "Reservation",
@@ -447,6 +449,16 @@ SHARED_CANCEL = "cancelled by its student; its upstream task runs on for the dem
 #: what :func:`ask_cancel` found: forward the cancel upstream (the task is ``cancelling``);
 #: the task ended ``alone`` now (others follow its upstream task); or it had ``ended``
 CancelWay = Literal["forward", "alone", "ended"]
+#: ``tasks.cancel_taken``: a cancel of the task may have been applied upstream, as its
+#: answer said (accepted, a 5xx, no answer once it may have left): it holds, and the
+#: task's end, whatever upstream says but done, is a cancel, charged
+TAKEN = 1
+#: ``tasks.cancel_taken``: a cancel whose answer never came (its server stopped before
+#: it: a stale count, :func:`cancels_in_flight`) may have been taken. It holds too, and
+#: upstream's word settles the task: cancelled is a cancel (charged), a failure is
+#: ``failed`` (given back); it was taken as not taken, the task put back ``open``, and
+#: upstream's billed cancel given back as a failure (review-31 fault 1)
+MAYBE_TAKEN = 2
 
 
 def cancels_in_flight(count: Any, sent_at: Any, now: float) -> int:
@@ -454,7 +466,8 @@ def cancels_in_flight(count: Any, sent_at: Any, now: float) -> int:
     the latest was forwarded :data:`STALE_SENDING` ago (a forward is one upstream send,
     shorter than that: ``ServeConfig``), as its server stopped before the answer (a kill,
     a crash) and nothing else ever decrements it (review-30 fault 3); none stamped (an
-    older version's count) likewise."""
+    older version's count) likewise. A count dropped so may have been applied upstream
+    (:data:`MAYBE_TAKEN`)."""
     fresh = sent_at is not None and float(sent_at) >= now - STALE_SENDING
     return int(count) if fresh else 0
 
@@ -474,7 +487,8 @@ def ask_cancel(db: Database, task_id: str, *, now: float | None = None) -> Cance
 
     def work(tx: Tx) -> CancelWay:
         row = tx.one(  # as a create that follows it takes this lock: none slips in after
-            "SELECT state, cached_from, cancels_out, cancel_sent_at FROM tasks WHERE id = ? {lock}",
+            "SELECT state, cached_from, cancels_out, cancel_sent_at, cancel_taken FROM tasks "
+            "WHERE id = ? {lock}",
             (task_id,),
         )
         followed = tx.one(
@@ -484,9 +498,11 @@ def ask_cancel(db: Database, task_id: str, *, now: float | None = None) -> Cance
             return "ended"
         if row[0] == "cancelling":  # nobody follows a task being cancelled
             out = cancels_in_flight(row[2], row[3], now)
+            held = int(row[4]) or (MAYBE_TAKEN if int(row[2]) > out else 0)
             tx.run(
-                "UPDATE tasks SET cancels_out = ?, cancel_sent_at = ? WHERE id = ?",
-                (out + 1, now, task_id),
+                "UPDATE tasks SET cancels_out = ?, cancel_sent_at = ?, cancel_taken = ? "
+                "WHERE id = ?",
+                (out + 1, now, held, task_id),
             )
             return "forward"
         if row[1] is not None or (followed is not None and int(followed[0])):
@@ -514,14 +530,15 @@ _CANCEL_COLUMNS = (
 def cancel_answered(db: Database, task_id: str, *, taken: bool, now: float | None = None) -> bool:
     """A forwarded cancel of the task came back: ``taken`` when upstream may have applied
     it (accepted, a 5xx, no answer once it may have left), else it never left or was
-    refused. Only when no other cancel of the task is in flight and none was taken is
-    the task put back as the first cancel found it; if it ended meanwhile on upstream's
-    failure (not its cancel word), settled ``cancelled`` and charged as if a cancel caused
-    it, it is ``failed`` and given back: nothing was cancelled. Whether it was undone so
-    (False: it stays asked, by this cancel or another). One transaction under the task's
-    lock: a cancel accepted upstream holds whichever request sent it, and the one that
-    moved the task, failing after it, put back ``open``. Cancels counted in flight but
-    stale (:func:`cancels_in_flight`) are not others in flight
+    refused. Only when no other cancel of the task is in flight and none was taken, nor
+    may have been (:data:`MAYBE_TAKEN`), is the task put back as the first cancel found
+    it; if it ended meanwhile on upstream's failure (not its cancel word), settled
+    ``cancelled`` and charged as if a cancel caused it, it is ``failed`` and given back:
+    nothing was cancelled. Whether it was undone so (False: it stays asked, by this
+    cancel or another). One transaction under the task's lock: a cancel accepted upstream
+    holds whichever request sent it, and the one that moved the task, failing after it,
+    put back ``open``. Cancels counted in flight but stale (:func:`cancels_in_flight`)
+    are not others in flight, but may have been taken
     (docs/decisions.md#serve-reservations)."""
     now = time.time() if now is None else now
 
@@ -529,22 +546,28 @@ def cancel_answered(db: Database, task_id: str, *, taken: bool, now: float | Non
         row = tx.one(f"SELECT {_CANCEL_COLUMNS} FROM tasks WHERE id = ? {{lock}}", (task_id,))
         if row is None:
             return False
-        out = max(0, cancels_in_flight(row[1], row[6], now) - 1)
-        held = int(bool(row[2]) or taken)
+        counted = cancels_in_flight(row[1], row[6], now)
+        out = max(0, counted - 1)
+        lost = int(row[1]) > max(1, counted)  # others' answers never came
+        held = TAKEN if taken else int(row[2]) or (MAYBE_TAKEN if lost else 0)
         tx.run(
             "UPDATE tasks SET cancels_out = ?, cancel_taken = ? WHERE id = ?",
             (out, held, task_id),
         )
-        return not (out or held) and _undo_cancel(tx, task_id, row)
+        return not out and _undo_cancel(tx, task_id, row, held)
 
     return db.run(work)
 
 
-def _undo_cancel(tx: Tx, task_id: str, row: Sequence[Any]) -> bool:
-    """No cancel of the task in flight and none taken (``row`` as :data:`_CANCEL_COLUMNS`):
-    put back as the first cancel found it, or, ended on upstream's failure while being
-    cancelled, ``failed`` and given back. Whether it was undone."""
-    if row[0] == "cancelling" and row[3] is not None:
+def _undo_cancel(tx: Tx, task_id: str, row: Sequence[Any], held: int) -> bool:
+    """No cancel of the task in flight (``row`` as :data:`_CANCEL_COLUMNS`, ``held`` its
+    ``cancel_taken`` now): none taken, it is put back as the first cancel found it; one
+    taken holds. Ended on upstream's failure while being cancelled, and no cancel known
+    to be taken (one may have been: upstream's word then is a failure), it is ``failed``
+    and given back. Whether it was undone."""
+    if held == TAKEN:
+        return False
+    if row[0] == "cancelling" and row[3] is not None and not held:
         tx.run("UPDATE tasks SET state = ?, cancel_from = NULL WHERE id = ?", (row[3], task_id))
         return True
     if row[0] == "cancelled" and row[4]:
@@ -555,12 +578,12 @@ def _undo_cancel(tx: Tx, task_id: str, row: Sequence[Any]) -> bool:
 
 def end_stale_cancels(tx: Tx, now: float) -> None:
     """Tasks whose cancels counted in flight are all stale (their server stopped before
-    the answers: :func:`cancels_in_flight`) are as if those were answered, not taken
-    (none is known to have left; a taken one is remembered as ``cancel_taken``): a task
-    still ``cancelling`` is put back, one settled ``cancelled`` on upstream's failure is
-    ``failed`` and given back. The sweep does it with no upstream needed. One read, under
-    the tasks' locks: on PostgreSQL a task asked again meanwhile is read as it is then,
-    its stamp fresh, and passed over."""
+    the answers: :func:`cancels_in_flight`) have none in flight, and those cancels may
+    have been taken (:data:`MAYBE_TAKEN`): a task still ``cancelling`` stays so, settled
+    by upstream's word as it ends; one settled ``cancelled`` on upstream's failure meanwhile
+    is ``failed`` and given back, unless another cancel of it is known taken. The sweep
+    does it with no upstream needed. One read, under the tasks' locks: on PostgreSQL a
+    task asked again meanwhile is read as it is then, its stamp fresh, and passed over."""
     stale = tx.rows(
         f"SELECT id, {_CANCEL_COLUMNS} FROM tasks WHERE state IN ('cancelling', 'cancelled') "
         "AND cancels_out > 0 AND (cancel_sent_at IS NULL OR cancel_sent_at < ?) "
@@ -568,9 +591,9 @@ def end_stale_cancels(tx: Tx, now: float) -> None:
         (now - STALE_SENDING,),
     )
     for task_id, *row in stale:
-        tx.run("UPDATE tasks SET cancels_out = 0 WHERE id = ?", (task_id,))
-        if not row[2]:
-            _undo_cancel(tx, task_id, row)
+        held = int(row[2]) or MAYBE_TAKEN
+        tx.run("UPDATE tasks SET cancels_out = 0, cancel_taken = ? WHERE id = ?", (held, task_id))
+        _undo_cancel(tx, task_id, row, held)
 
 
 def release(
@@ -681,8 +704,9 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     """Settle the task when its upstream status ``body`` says it ended, read as the
     client reads it (any gateway's ending word, :data:`~..protocol.records.TERMINAL_WORDS`:
     ``COMPLETED`` or ``succeeded``, a failure word or an ``error``); whether it did.
-    ``done`` stays charged, and so does ``cancelled`` (it failed after we asked upstream
-    to cancel it); ``failed`` is released. Which one is decided by the task's state as
+    ``done`` stays charged, and so does ``cancelled`` (upstream's cancel word, or a
+    failure after we asked upstream to cancel it: :func:`_ended`); ``failed`` is
+    released. Which one is decided by the task's state as
     stored, under its lock: a cancel may have come since the caller read it. A task the
     caller ``seen`` unknown that upstream answers for as still going is ``open`` again
     (only then written: a poll of a running task writes nothing). A poll and the sweep
@@ -706,17 +730,29 @@ def settle(db: Database, task_id: str, body: Any, *, seen: str | None = None) ->
     # its escapes doubled in JSON): each surface makes it inert, JSON by its own escapes
     said = None if says_nothing(body.get("error")) else readable(body["error"], ERROR_TEXT_KEYS)
     error = str(said or ended.error or status.status.lower())[:500]
-    failed_upstream = int(not says_cancelled(status.status, ended.error_type))
-    cancelled = move(
-        db,
-        task_id,
-        "cancelled",
-        source=("cancelling",),
-        error=error,
-        settled_at=now,
-        failed_upstream=failed_upstream,
-    )
-    return cancelled or release(db, task_id, "failed", error, source=("open", "unknown"))
+    failed_upstream = not says_cancelled(status.status, ended.error_type)
+    return db.run(lambda tx: _ended(tx, task_id, error, failed_upstream=failed_upstream, now=now))
+
+
+def _ended(tx: Tx, task_id: str, error: str, *, failed_upstream: bool, now: float) -> bool:
+    """:func:`settle` of a task upstream ended not done, under its lock: upstream's cancel
+    word is ``cancelled``, charged, whoever asked it (a task ``open`` here too: it was
+    ``failed`` and given back, its error "cancelled by user"); a failure of a task being
+    cancelled is ``cancelled`` too, charged but marked ``failed_upstream`` (given back if
+    every cancel of it then never left or was refused: :func:`cancel_answered`), unless
+    its cancel only may have been taken (:data:`MAYBE_TAKEN`: upstream's word, a
+    failure); any other failure is ``failed``, given back. Whether it ended here."""
+    row = tx.one("SELECT state, cancel_taken FROM tasks WHERE id = ? {lock}", (task_id,))
+    if row is None or row[0] not in ENDING:
+        return False
+    if not failed_upstream or (row[0] == "cancelling" and int(row[1]) != MAYBE_TAKEN):
+        tx.run(
+            "UPDATE tasks SET state = 'cancelled', error = ?, settled_at = ?, "
+            "failed_upstream = ? WHERE id = ?",
+            (storable(error), now, int(failed_upstream), task_id),
+        )
+        return True
+    return _give_back(tx, task_id, "failed", error, ENDING)
 
 
 def task_state(db: Database, task_id: str) -> str | None:

@@ -470,24 +470,41 @@ def _upstream_key(upstream: str) -> Secret:
     return Secret(value)
 
 
+#: what ``--prices`` takes, as its refusals say it
+_PRICES_FORM = '{"ENDPOINT": {"per_image": 0.04}}'
+#: what may come before an inline table: a BOM (an editor's) and blanks
+_BEFORE_JSON = "\ufeff \t\r\n\f\v"
+
+
 def _prices(given: str) -> dict[str, dict[str, float]]:
     """``--prices``: a JSON file's table, or the table itself when the text starts with
-    '{' (--help showed one, and the teacher was told Python's ``[Errno 2]``), checked
-    (:func:`~.budgets.price_table`) before anything is served."""
-    inline = given.lstrip().startswith("{")
+    '{' or '[' after an optional BOM and blanks (--help showed one, and the teacher was
+    told Python's ``[Errno 2]``; an array or a BOM was taken as a file's name), checked
+    (:func:`~.budgets.price_table`) before anything is served: an array is no table, and
+    JSON nested too deeply to read is said so (it was a bare RecursionError)."""
+    body = given.lstrip(_BEFORE_JSON)
+    inline = body.startswith(("{", "["))
     where = "--prices" if inline else f"--prices {given}"
-    try:
-        text = given if inline else Path(given).read_text(encoding="utf-8")
+    try:  # a file's BOM is read past, as an inline one
+        text = body if inline else Path(given).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise GenwidgetsError(
             f"{where}: cannot read it ({why}): give a JSON file of prices, as "
-            '{"ENDPOINT": {"per_image": 0.04}}, or that table itself'
+            f"{_PRICES_FORM}, or that table itself"
         ) from None
     try:
         table = json.loads(text)
+    except RecursionError:
+        raise GenwidgetsError(
+            f"{where}: JSON nested too deeply to read, no price table: give one as {_PRICES_FORM}"
+        ) from None
     except ValueError as exc:
         raise GenwidgetsError(f"{where}: not JSON ({exc})") from None
+    if isinstance(table, list):
+        raise GenwidgetsError(
+            f"{where}: a JSON array, where a table is expected: give one as {_PRICES_FORM}"
+        )
     try:
         return price_table(table)
     except (PayloadError, ValueError) as exc:

@@ -14,6 +14,7 @@ docs/decisions.md#serve-storage.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -83,6 +84,12 @@ _FORMS = (
     "--database takes a SQLite file (its path, or sqlite:///PATH) or a PostgreSQL URL "
     "(postgresql://USER:PASSWORD@HOST:PORT/DBNAME)"
 )
+#: a ``sqlite:///PATH?...`` whose query is not ``mode=ro`` (review-31 fault 6)
+_SQLITE_QUERY = (
+    f"{_FORMS}; a sqlite:/// URL takes nothing after its path but ?mode=ro (read-only), "
+    "and this one has another query (it is not shown: it may hold a password). A SQLite "
+    "file whose name holds a '?' is given as its path alone, without sqlite:///"
+)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 #: a scheme --database knows, written with any slashes (``postgresql:/``, ``sqlite:``)
 _KNOWN_SCHEME = re.compile(r"(?i)(postgres|postgresql|sqlite):")
@@ -151,13 +158,16 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     # when the latest of a task's cancels in flight was forwarded: a count older than a
     # create may be sending is no cancel in flight (its server stopped before the answer,
-    # budgets.cancels_in_flight); a task an older version left cancelling (none counted,
-    # no state to go back to) is taken as asked from unknown by such a cancel
+    # budgets.cancels_in_flight). A task an older version left cancelling (none counted,
+    # no state to go back to) had its cancel accepted, answered 5xx or unanswered (a
+    # refusal put it back): taken (budgets.TAKEN), settled by upstream's end as that
+    # version settled it. Taken as a stale cancel not taken, it was made unknown, and
+    # upstream's "cancelled" given back as a failure (review-31 fault 2)
     (
         6,
         (
             "ALTER TABLE tasks ADD COLUMN cancel_sent_at DOUBLE PRECISION",
-            "UPDATE tasks SET cancel_from = 'unknown', cancels_out = 1 "
+            "UPDATE tasks SET cancel_from = 'unknown', cancel_taken = 1 "
             "WHERE state = 'cancelling' AND cancel_from IS NULL",
         ),
     ),
@@ -289,7 +299,27 @@ class Database:
                 "PostgreSQL needs the psycopg driver: pip install 'genwidgets[serve]'"
             ) from exc
         except Exception as exc:
-            raise storage_error(f"cannot open the database {self!r}: {self._hidden(exc)}") from exc
+            said = f"{self._hidden(exc)}{self._why_unopened()}"
+            raise storage_error(f"cannot open the database {self!r}: {said}") from exc
+
+    def _why_unopened(self) -> str:
+        """Why SQLite may not open the file, past its own words ("unable to open database
+        file"): it is a folder, or its folder cannot be written (a read-only mount), where
+        SQLite cannot make the ``-shm`` file it needs to read a file in WAL mode, as the
+        class gateway writes it, even read-only. '' when neither (or on PostgreSQL)."""
+        if self.path is None:
+            return ""
+        if self.path.is_dir():
+            return " (it is a folder: give the class's file)"
+        folder = self.path.parent
+        if self.path.exists() and not os.access(folder, os.W_OK):
+            return (
+                f" (its folder {folder} cannot be written: SQLite reads a file in WAL mode, as "
+                "the class gateway writes it, only where it can make its -shm file beside "
+                "it, even read-only; copy the file, with its -wal file if there is one, to "
+                "a folder you can write and give the copy)"
+            )
+        return ""
 
     def _connection(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -372,7 +402,13 @@ class Database:
             found = self.run(
                 lambda tx: tx.one("SELECT MAX(version) FROM schema_version"), write=False
             )
-        except ServeError:  # no schema yet (a new file), or unreadable: written below
+        except ServeError as exc:  # no schema yet (a new file), or unreadable: written below
+            if self.read_only and "no such table" not in str(exc.__cause__):
+                # unreadable is not "no schema": it cannot be written either (review-31)
+                raise storage_error(
+                    f"the database {self!r} cannot be opened read-only: SQLite says "
+                    f"{exc.__cause__ or exc}{self._why_unopened()}"
+                ) from exc
             found = None
         if found and found[0] is not None and int(found[0]) >= newest:
             return int(found[0])
@@ -427,8 +463,11 @@ def _refuse_no_sqlite_path(text: str) -> None:
     file here (``postgresql:/alice:pw@host/db`` made the folders named with the
     password, review-30 fault 2). Any other text is a file's name (``runs
     lr=0.1.db``, review-29 fault 5); ``sqlite:///PATH`` is always a path (``?mode=ro``
-    at its end: read-only). docs/decisions.md#serve-storage."""
+    at its end: read-only; any other query is refused: ``?password=...`` made a file
+    named with it, review-31 fault 6). docs/decisions.md#serve-storage."""
     if text.startswith("sqlite:///"):  # a path, said so: taken as it is written
+        if "?" in text and text.partition("?")[2] != "mode=ro":
+            raise GenwidgetsError(_SQLITE_QUERY)
         return
     if _SCHEME.match(text):
         scheme, _, rest = text.partition("://")

@@ -961,7 +961,7 @@ def test_a_create_refused_under_a_200_is_passed_on_and_never_charged(
     ("cancel_answer", "after"),
     [
         ((504, b"<html>504 Gateway Time-out</html>"), ("cancelled", True)),
-        ((400, b'{"detail": "Task already completed"}'), ("failed", False)),
+        ((400, b'{"detail": "Task already completed"}'), ("cancelled", True)),
     ],
     ids=["proxy-504", "refused-400"],
 )
@@ -972,8 +972,9 @@ def test_a_cancel_answered_5xx_stays_asked_and_charged(
 ) -> None:
     """A proxy's 504 to a cancel that upstream applied was taken as a refusal: the task
     went back to ``open``, and its end, "cancelled by user", was settled ``failed`` and
-    given back. Only a 4xx refusal restores the task; a 5xx leaves it being cancelled,
-    and its end is then ``cancelled``, charged."""
+    given back. Only a 4xx refusal restores the task; a 5xx leaves it being cancelled.
+    Upstream's end, its cancel word, is then ``cancelled``, charged, either way: after a
+    refusal too it was ``failed`` with "cancelled by user" and given back (review-31)."""
     base, db = refusing
     RefusingUpstream.cancel = cancel_answer
     token = add_key(db, "alice", {"tasks": 2})

@@ -23,7 +23,7 @@ from genwidgets.serve import ClassServer, Database, ServeConfig, Upstream, budge
 from genwidgets.serve import db as db_module
 from genwidgets.serve.budgets import tasks_of
 from genwidgets.serve.keys import add_key
-from genwidgets.serve.sweep import give_up_sending
+from genwidgets.serve.sweep import claim, give_up_sending
 from genwidgets.serve.usage import usage
 
 IMAGE = "genW2.5-t2i-preview"
@@ -216,15 +216,27 @@ def _settle_stale(db: Database, now: float) -> None:
     db.run(partial(give_up_sending, now=now))
 
 
+def _cancel_counts(db: Database, task: str) -> tuple[Any, ...]:
+    found = db.run(
+        lambda tx: tx.one(
+            "SELECT state, cancels_out, cancel_taken FROM tasks WHERE id = ?", (task,)
+        ),
+        write=False,
+    )
+    assert found is not None
+    return found
+
+
 def test_a_cancel_left_in_flight_by_a_killed_server_is_no_longer_counted_once_stale(
     database: Database,
 ) -> None:
     """A server killed between forwarding a cancel and its answer left the count in flight
-    for good: a later cancel that never left could not put the task back, and the task
-    stayed ``cancelling`` (review-30, fault 3). A cancel in flight longer than a create
-    may be ``sending`` (:data:`~genwidgets.serve.budgets.STALE_SENDING`) is not in
-    flight: the next cancel counts only itself, and the sweep puts back a task whose only
-    cancels are stale."""
+    for good: a later cancel that never left was told another was sent, and the task
+    stayed ``cancelling`` with a cancel counted out (review-30, fault 3). A cancel in
+    flight longer than a create may be ``sending``
+    (:data:`~genwidgets.serve.budgets.STALE_SENDING`) is not in flight: the next cancel
+    counts only itself, and the sweep ends a count whose cancels are all stale. Such a
+    cancel may have been taken (review-31 fault 1): the task stays being cancelled."""
     db = database
     add_key(db, "alice", {"tasks": 5})
     amounts = budgets.charge_of(IMAGE, ONE, {})
@@ -234,18 +246,18 @@ def test_a_cancel_left_in_flight_by_a_killed_server_is_no_longer_counted_once_st
     db = _restarted(db)  # its answer never came
     later = time.time() + budgets.STALE_SENDING + 60
     assert budgets.ask_cancel(db, task, now=later) == "forward"
-    assert budgets.cancel_answered(db, task, taken=False, now=later)  # it never left
-    assert budgets.task_state(db, task) == "unknown"
+    assert _cancel_counts(db, task) == ("cancelling", 1, budgets.MAYBE_TAKEN)
+    assert not budgets.cancel_answered(db, task, taken=False, now=later)  # it never left
+    assert _cancel_counts(db, task) == ("cancelling", 0, budgets.MAYBE_TAKEN)
 
     other = budgets.reserve(db, "alice", IMAGE, amounts).task_id
     budgets.move(db, other, "open", upstream_id="up-1")
     assert budgets.ask_cancel(db, other) == "forward"
     db = _restarted(db)
     _settle_stale(db, time.time())  # still in flight as far as anyone knows: kept
-    assert budgets.task_state(db, other) == "cancelling"
+    assert _cancel_counts(db, other) == ("cancelling", 1, 0)
     _settle_stale(db, time.time() + budgets.STALE_SENDING + 60)
-    assert budgets.task_state(db, other) == "open"
-    assert budgets.ask_cancel(db, other) == "forward"  # asked as a first again
+    assert _cancel_counts(db, other) == ("cancelling", 0, budgets.MAYBE_TAKEN)
 
 
 def test_a_task_failed_upstream_while_its_killed_servers_cancel_was_out_is_given_back(
@@ -279,24 +291,136 @@ def test_a_task_failed_upstream_while_its_killed_servers_cancel_was_out_is_given
     assert budgets.task_state(db, kept) == "cancelled" and spent(db, "alice")["tasks"] == 1
 
 
-def test_a_task_an_older_version_left_cancelling_is_settled_by_the_same_rule(
+def test_a_task_an_older_version_left_cancelling_holds_its_cancel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A task the schema-4 version left ``cancelling`` migrates with no cancel counted
-    and no state to go back to: a cancel then refused told the student another was sent,
-    and it stayed so for good. It is taken as asked from ``unknown`` (reserved, followed
-    by the sweep) by a cancel no longer in flight: a refused cancel puts it back."""
-    path = tmp_path / "class.db"
-    monkeypatch.setattr(db_module, "MIGRATIONS", db_module.MIGRATIONS[:4])
-    old = Database(path)
-    old.migrate()
-    add_key(old, "alice", {"tasks": 5})
-    task = budgets.reserve(old, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
-    old.run(lambda tx: tx.run("UPDATE tasks SET state = 'cancelling' WHERE id = ?", (task,)))
-    old.close()
-    monkeypatch.undo()
-    db = Database(path)
+    and no state to go back to: a cancel then refused told the student another was sent.
+    That version's cancel was taken (accepted, a 5xx, no answer): a refused cancel now
+    leaves the task being cancelled, and says an earlier one may have been applied."""
+    task = _schema_4_cancelling(tmp_path / "class.db", monkeypatch)
+    db = Database(tmp_path / "class.db")
     db.migrate()
     assert budgets.ask_cancel(db, task) == "forward"
-    assert budgets.cancel_answered(db, task, taken=False)  # refused: nothing cancelled
-    assert budgets.task_state(db, task) == "unknown"
+    assert not budgets.cancel_answered(db, task, taken=False)  # refused: the first holds
+    assert _cancel_counts(db, task) == ("cancelling", 0, budgets.TAKEN)
+
+
+# ------------- review-31 faults 1 and 2: a cancel whose answer never came may have been taken
+
+CANCELLED = {
+    "request_id": "r1",
+    "status": "COMPLETED",
+    "error": "cancelled by user",
+    "error_type": "cancelled",
+}
+#: upstream's end of a task, by its word, and what the task is then settled as
+ENDS = {
+    "cancelled": (CANCELLED, "cancelled", 1.0),
+    "completed": ({"request_id": "r1", "status": "COMPLETED"}, "done", 1.0),
+    "failed": ({"request_id": "r1", "status": "FAILED", "error": "the model crashed"}, "failed", 0),
+}
+
+
+def _swept(db: Database, now: float) -> list[str]:
+    """What the sweep's claim does at ``now`` (stale sends and cancels first); the ids."""
+    return [row[0] for row in claim(db, 0.0, now)]
+
+
+@pytest.mark.parametrize("end", list(ENDS))
+def test_a_cancel_cut_off_by_a_killed_server_is_settled_by_upstreams_word(
+    database: Database, end: str
+) -> None:
+    """A cancel forwarded (upstream applied and billed it) and its server killed -9 before
+    the answer: after ``STALE_SENDING`` the sweep took the cut-off cancel as answered, not
+    taken, put the task back ``open``, then upstream's "cancelled" was settled ``failed``
+    and given back, its error "cancelled by user" (review-31 fault 1). A stale cancel may
+    have been taken: the task stays being cancelled, and upstream's word settles it."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    task = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task, "open", upstream_id="up-1")
+    assert budgets.ask_cancel(db, task) == "forward"
+    db = _restarted(db)  # killed -9: its answer never came
+    later = time.time() + budgets.STALE_SENDING + 60
+    assert _swept(db, later) == [task]
+    assert budgets.task_state(db, task) == "cancelling"
+    body, state, charged = ENDS[end]
+    assert budgets.settle(db, task, body)
+    (found,) = tasks_of(db)
+    assert (found["state"], spent(db, "alice").get("tasks", 0)) == (state, charged)
+    assert state == "failed" or found["charged"]
+    assert found["error"] != "cancelled by user" or state == "cancelled"
+
+
+def test_a_later_cancel_refused_leaves_a_cut_off_cancel_standing(database: Database) -> None:
+    """A later cancel that never left (or was refused) no longer puts back a task whose
+    cut-off cancel may have been taken: upstream's "cancelled" then is a cancel, charged."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    task = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task, "open", upstream_id="up-1")
+    assert budgets.ask_cancel(db, task) == "forward"
+    db = _restarted(db)
+    later = time.time() + budgets.STALE_SENDING + 60
+    assert budgets.ask_cancel(db, task, now=later) == "forward"
+    assert not budgets.cancel_answered(db, task, taken=False, now=later)  # it never left
+    assert budgets.task_state(db, task) == "cancelling"
+    assert budgets.settle(db, task, CANCELLED)
+    assert budgets.task_state(db, task) == "cancelled" and spent(db, "alice")["tasks"] == 1
+
+
+def test_upstreams_cancel_word_on_an_open_task_is_a_cancel_never_a_failure(
+    database: Database,
+) -> None:
+    """Upstream ends a task nobody here asked to cancel (its cancel refused, the teacher
+    cancelling it upstream) with its cancel word: ``cancelled``, charged as any cancelled
+    task, never ``failed`` with "cancelled by user" as its error."""
+    db = database
+    add_key(db, "alice", {"tasks": 5})
+    task = budgets.reserve(db, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    budgets.move(db, task, "open", upstream_id="up-1")
+    assert budgets.settle(db, task, CANCELLED)
+    (found,) = tasks_of(db)
+    assert (found["state"], found["charged"]) == ("cancelled", True)
+    assert spent(db, "alice")["tasks"] == 1
+
+
+def _schema_4_cancelling(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A class file at schema 4 holding a task its server left ``cancelling``, as that
+    version did once upstream accepted its cancel (a refusal put the task back)."""
+    monkeypatch.setattr(db_module, "MIGRATIONS", db_module.MIGRATIONS[:4])
+    old = Database(path)
+    assert old.migrate() == 4
+    add_key(old, "alice", {"tasks": 5})
+    task = budgets.reserve(old, "alice", IMAGE, budgets.charge_of(IMAGE, ONE, {})).task_id
+    old.run(
+        lambda tx: tx.run(
+            "UPDATE tasks SET state = 'cancelling', upstream_id = 'up-1' WHERE id = ?", (task,)
+        )
+    )
+    old.close()
+    monkeypatch.undo()
+    return task
+
+
+@pytest.mark.parametrize("end", list(ENDS))
+def test_a_cancel_accepted_under_schema_4_holds_after_the_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    """A task the schema-4 version left ``cancelling`` (upstream accepted its cancel) was
+    migrated as asked by a stale cancel not taken: the new server's first sweep made it
+    ``unknown``, and upstream's "cancelled" was settled ``failed`` and given back
+    (review-31 fault 2). Its cancel was taken: upstream's word settles it, a cancel
+    charged."""
+    task = _schema_4_cancelling(tmp_path / "class.db", monkeypatch)
+    db = Database(tmp_path / "class.db")
+    assert db.migrate() == db_module.MIGRATIONS[-1][0]
+    assert _swept(db, time.time()) == [task]
+    assert budgets.task_state(db, task) == "cancelling"
+    body, state, charged = ENDS[end]
+    if end == "failed":  # a failure while a taken cancel is out: a cancel, charged
+        state, charged = "cancelled", 1.0
+    assert budgets.settle(db, task, body)
+    assert budgets.task_state(db, task) == state
+    assert spent(db, "alice").get("tasks", 0) == charged

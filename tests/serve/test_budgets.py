@@ -537,8 +537,9 @@ class _Counted:
 
 def test_cancels_left_stale_are_ended_from_one_read_of_the_tasks(db: Database) -> None:
     """The sweep's end of stale cancels read the tasks, then each task again under its
-    lock: one read, locked, finds them and their rows. A task put back, one asked again
-    meanwhile (its stamp fresh) kept."""
+    lock: one read, locked, finds them and their rows. Their counts end, their cancels
+    may have been taken (all stay being cancelled); one asked again meanwhile (its stamp
+    fresh) is kept in flight."""
     add_key(db, "alice", {})
     amounts = charge_of(IMAGE, {"prompt": "x", "n": 1}, {})
     then = time.time()
@@ -558,8 +559,15 @@ def test_cancels_left_stale_are_ended_from_one_read_of_the_tasks(db: Database) -
 
     db.run(work)
     assert counted[0].reads == 1
-    states = [budgets.task_state(db, task) for task in stale]
-    assert states == ["open", "open", "cancelling"]
+    found = db.run(
+        lambda tx: tx.rows("SELECT id, state, cancels_out, cancel_taken FROM tasks"), write=False
+    )
+    rows = {row[0]: row[1:] for row in found}
+    assert [rows[task] for task in stale] == [
+        ("cancelling", 0, budgets.MAYBE_TAKEN),
+        ("cancelling", 0, budgets.MAYBE_TAKEN),
+        ("cancelling", 1, budgets.MAYBE_TAKEN),  # its first cancel's answer never came
+    ]
 
 
 def test_a_cancel_says_only_whether_to_forward_and_the_task_shows_the_rest(

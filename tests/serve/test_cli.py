@@ -448,7 +448,7 @@ def test_a_group_with_a_negative_cache_window_is_refused(
         ({"genW2.5-t2i-preview": {"per_image": "0.04"}}, "a price 0 or more"),
         ({"genW2.5-t2i-preview": {"per_image": -0.04}}, "a price 0 or more, not -0.04"),
         ({"genW2.5-t2i-previw": {"per_image": 0.04}}, "genW2.5-t2i-preview"),
-        ([0.04], "prices is a dict"),
+        ([0.04], "a JSON array, where a table is expected"),
         (
             {"genW2.5-t2i-preview": {"per_second": 0.5}},
             "per_second: genW2.5-t2i-preview bills only per_task, per_image",

@@ -118,3 +118,46 @@ def test_a_read_only_postgresql_database_lists_its_tasks(
     assert code == 0, err
     lines = {line.split("\t")[0]: line.split("\t")[-1] for line in out.splitlines()}
     assert lines == {stale: STALE, recent: "sending", opened: "open"}, out
+
+
+def _unopenable(tmp_path: Path) -> Path:
+    """The class's file (in WAL mode, as the server writes it) whose ``-shm`` file SQLite
+    cannot make: a link to nowhere, as it cannot on a read-only folder."""
+    database = tmp_path / "class.db"
+    a_class(Database(database))
+    database.with_name("class.db-shm").symlink_to(tmp_path / "nowhere" / "shm")
+    return database
+
+
+def test_a_read_only_database_that_cannot_be_opened_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A class file SQLite cannot open read-only (its folder read-only: SQLite cannot
+    make the ``-shm`` file a file in WAL mode needs) was said to hold "no class schema
+    of version 6" (another file, or an older genwidgets'): a file this version wrote
+    (review-31 fault 5). It says the file cannot be opened, in SQLite's words, exit 2;
+    and, its folder not writable, why."""
+    database = _unopenable(tmp_path)
+    url = f"sqlite:///{database}?mode=ro"
+    code, out, err = run(capsys, "--database", url, "tasks")
+    assert code == 2 and not out, out
+    assert "cannot be opened" in err and "unable to open database file" in err, err
+    assert "schema" not in err and "Traceback" not in err, err
+    writable = __import__("os").access
+
+    def folder_read_only(path: object, mode: int, **kwargs: object) -> bool:
+        return Path(str(path)) != tmp_path and writable(path, mode, **kwargs)
+
+    monkeypatch.setattr("genwidgets.serve.db.os.access", folder_read_only)
+    code, out, err = run(capsys, "--database", url, "tasks")
+    assert code == 2 and "folder" in err and "WAL" in err and "copy" in err, err
+
+
+def test_a_folder_given_as_a_read_only_database_is_not_said_to_lack_a_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder named as the read-only file cannot be opened: said so, not "no class
+    schema"."""
+    code, _out, err = run(capsys, "--database", f"sqlite:///{tmp_path}?mode=ro", "tasks")
+    assert code == 2 and "cannot be opened" in err and "folder" in err, err
+    assert "schema" not in err, err

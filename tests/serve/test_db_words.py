@@ -326,6 +326,54 @@ def test_a_price_table_that_cannot_be_read_is_refused_in_words(
         assert "a JSON file of prices" in err, err
 
 
+DEEP = 15_000
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ('{"a": ' * DEEP + "1" + "}" * DEEP, "nested too deeply"),
+        ("[" * DEEP + "]" * DEEP, "nested too deeply"),
+        ("[1, 2]", "a JSON array, where a table is expected"),
+        (' \ufeff [{"genW2.5-t2i-preview": {}}]', "a JSON array, where a table is expected"),
+    ],
+    ids=["nested-table", "nested-array", "array", "array-after-a-bom"],
+)
+def test_an_inline_price_text_is_read_as_json_and_refused_in_words(
+    given: str,
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_serving: list[Any],
+) -> None:
+    """Deep nesting gave a bare RecursionError traceback; a JSON array (or anything after
+    a BOM) was read as a file's name, "No such file" (review-31 fault 7). Inline JSON is
+    any text starting with '{' or '[' after an optional BOM and blanks; an array is no
+    table, said so."""
+    monkeypatch.chdir(tmp_path)
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", given)
+    assert code == 2 and says in err and "--prices:" in err, err
+    assert "No such file" not in err and "Traceback" not in err and no_serving == [], err
+    assert '{"ENDPOINT": {"per_image": 0.04}}' in err and len(err) < 500, err
+
+
+def test_a_price_table_after_a_bom_is_that_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_serving: list[Any]
+) -> None:
+    """A table starting with a BOM, inline or in a file (a Windows editor's), is the table:
+    inline it was taken as a file's name, in a file it was "not JSON"."""
+    database = ["--database", str(tmp_path / "c.db"), "--upstream", "http://127.0.0.1:9"]
+    code, _, err = run(capsys, *database, "--prices", "\ufeff" + json.dumps(TABLE))
+    assert code == 0, err
+    prices = tmp_path / "prices.json"
+    prices.write_text("\ufeff" + json.dumps(TABLE), encoding="utf-8")
+    code, _, err = run(capsys, *database, "--prices", str(prices))
+    assert code == 0, err
+    assert [config.prices for config in no_serving] == [TABLE, TABLE]
+
+
 # ------------------------------------------- review-30 fault 2: a PostgreSQL URL mistyped
 
 
@@ -382,3 +430,29 @@ def test_a_file_whose_name_holds_a_colon_and_an_at_sign_is_taken_once_it_is_ther
     assert code == 0 and (tmp_path / name).is_file(), err
     code, _, err = run(capsys, "--database", name, "groups", "class")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["password=S3cretPw", "mode=ro&password=S3cretPw", "mode=rw", "S3cretPw", "mode=ro?S3cretPw"],
+    ids=["password", "mode-and-password", "another-mode", "a-bare-word", "two-queries"],
+)
+@pytest.mark.parametrize("command", [("keys", "add", "bob"), ("tasks",)], ids=["keys", "tasks"])
+def test_a_sqlite_url_with_a_query_it_does_not_take_is_refused_unrepeated(
+    query: str,
+    command: tuple[str, ...],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``sqlite:///x?password=...`` made a file named with the password, and ``tasks``
+    printed it in "no class database at" (review-31 fault 6). A sqlite:/// URL takes only
+    ``?mode=ro`` after its path: any other query is refused, saying so, its text (and
+    the parameters' values) not shown, no file made."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--database", f"sqlite:///x?{query}", *command)
+    assert code == 2 and "?mode=ro" in err, err
+    assert "S3cret" not in out + err and "mode=rw" not in err, err
+    assert list(tmp_path.iterdir()) == []
+    code, _, err = run(capsys, "--database", "sqlite:///x?mode=ro", "tasks")
+    assert code == 2 and "no class database at x:" in err, err  # the one query taken

@@ -155,17 +155,16 @@ def test_other_errors_keep_their_traceback_in_a_notebook(error: gw.GenwidgetsErr
 def test_ipython_shows_a_refusal_without_frames(capsys: pytest.CaptureFixture[str]) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
+    # the process's one shell, as a kernel has one: the views' cell hooks are on it, and
+    # a test that cleared it would leave the next test's cells unhooked
     shell = InteractiveShell.instance()
-    try:
-        shell.run_cell(
-            "from genwidgets import errors\n"
-            "def deep():\n    raise errors.NotRecorded('grid g-1 not sent; nothing was sent')\n"
-            "deep()\n"
-        )
-        shown = capsys.readouterr().out
-        assert "NotRecorded: grid g-1 not sent; nothing was sent" in shown
-        assert "deep()" not in shown and "Traceback" not in shown
-        shell.run_cell("from genwidgets import errors\nraise errors.LedgerError('damaged')\n")
-        assert "Traceback" in capsys.readouterr().out  # not a refusal: frames as usual
-    finally:
-        InteractiveShell.clear_instance()
+    shell.run_cell(
+        "from genwidgets import errors\n"
+        "def deep():\n    raise errors.NotRecorded('grid g-1 not sent; nothing was sent')\n"
+        "deep()\n"
+    )
+    shown = capsys.readouterr().out
+    assert "NotRecorded: grid g-1 not sent; nothing was sent" in shown
+    assert "deep()" not in shown and "Traceback" not in shown
+    shell.run_cell("from genwidgets import errors\nraise errors.LedgerError('damaged')\n")
+    assert "Traceback" in capsys.readouterr().out  # not a refusal: frames as usual

@@ -527,7 +527,9 @@ class GridRun(Batch):
             if not same:
                 continue
             run = cls.load(record.id, client)
-            sent = sum(n for state, n in record.counts.items() if state != WAITING)
+            # counted once loaded: a cell the killed kernel reserved whose create never
+            # left (no intent in the ledger) is given back there, unsent
+            sent = sum(not cell.unsent for cell in run.cells)
             run.left_note = (
                 f"re-opened grid {record.id} left unfinished by a kernel that ended: {sent} "
                 f"of {record.rows} were sent (none is created again)"

@@ -854,14 +854,17 @@ def test_a_row_out_of_contact_at_its_timeout_is_asked_to_cancel_before_it_is_giv
     cancelled_once_at_its_deadline(OutUntilCancelled, tmp_path)
 
 
-def cancelled_once_at_its_deadline(gateway: type[OutUntilCancelled], tmp_path: Path) -> None:
+def cancelled_once_at_its_deadline(
+    gateway: type[OutUntilCancelled], tmp_path: Path, *, cancels: tuple[int, ...] = (1,)
+) -> None:
     """One row sent to ``gateway`` (afresh) with a 4 s ``timeout``, its polls giving up
-    after two failures: its task was cancelled once and the row is ``timed out``."""
+    after two failures: its task was cancelled (asked as many times as ``cancels`` allows)
+    and the row is ``timed out``."""
     gateway.polls = gateway.cancels = 0
     gateway.cancelled = False
     patience = {"poll_policy": gw.PollPolicy(failure_limit=2)}
     [row] = sent_to(gateway, tmp_path, timeout=4, client_options=patience).rows
-    assert gateway.cancels == 1
+    assert gateway.cancels in cancels
     assert row.status == "timed out", row.error
     assert "cancelled at the gateway" in (row.error or "")
 
@@ -892,8 +895,11 @@ def test_a_row_whose_deadline_cancel_is_answered_after_its_polls_gave_up_is_foll
     job's polls give up while the cancel is still on its way, and the gateway then takes
     it. The row was ``unknown`` ("contact lost, past its timeout") though its task was
     cancelled; now a cancel not failed is followed once more, and the row is ``timed out``
-    (CI under load met this order by chance)."""
-    cancelled_once_at_its_deadline(CancelAnsweredLate, tmp_path)
+    (CI under load met this order by chance). Under load the cancel may reach the gateway
+    only after that job's polls, so its answer waits for the next follow-up's polls: that
+    follow-up, its cancel unanswered, asks it again (free, and an answer may never come),
+    hence one or two cancels; the row's end is the same."""
+    cancelled_once_at_its_deadline(CancelAnsweredLate, tmp_path, cancels=(1, 2))
 
 
 class OutPastATakenCancel(OutUntilCancelled):

@@ -494,7 +494,7 @@ class Client:
         allow_insecure: bool = False,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        ledger: bool | Ledger = True,
+        ledger: bool | Ledger | None = True,
         download: bool = True,
         notice_target: float | None = None,
         max_status_rate: float = 50,
@@ -551,10 +551,12 @@ class Client:
             )
         )
         self.ledger: Ledger | None = self._open_ledger(ledger)
+        # off on purpose: False, or any other value that reads false (None, 0)
+        asked = isinstance(ledger, Ledger) or bool(ledger)
         #: a ledger was asked for and could not be opened (a home that cannot be written):
         #: a grid or a batch then refuses before any create, as the home's ledger would;
-        #: False with a ledger, or one turned off on purpose (``ledger=False``)
-        self.ledger_unopened = self.ledger is None and ledger is not False
+        #: False with a ledger, or one turned off on purpose (``ledger=False``, ``None``)
+        self.ledger_unopened = self.ledger is None and asked
         if self.ledger is not None and not self.embedded:  # rows of older spellings too
             try:
                 self.ledger.writes.record_gateway_name(self.gateway_name)
@@ -569,7 +571,7 @@ class Client:
                 timeout=timeout,
                 fingerprint=self._fingerprint,
             )
-            if self.ledger is not None or ledger is not False  # asked for, though unopened
+            if self.ledger is not None or asked  # asked for, though unopened
             else None
         )
         budget = StatusBudget(
@@ -591,7 +593,7 @@ class Client:
         self._seq = LIVE_CLIENTS.join(self, key)
 
     @staticmethod
-    def _open_ledger(ledger: bool | Ledger) -> Ledger | None:
+    def _open_ledger(ledger: bool | Ledger | None) -> Ledger | None:
         if isinstance(ledger, Ledger):
             return ledger
         if not ledger:

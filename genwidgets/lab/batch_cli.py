@@ -28,6 +28,7 @@ from ..errors import (
     EndpointNotFound,
     GatewayError,
     GenwidgetsError,
+    NotRecorded,
     PayloadError,
 )
 from .batch import Batch
@@ -192,6 +193,16 @@ FLAG_WORDS = (
     ),
     (r"Wait again with job\.result\(\)\.", "genwidgets result ID --wait SECONDS waits again."),
     (r" or pass base_url=\.\.\. \(with neither,", " (with neither,"),
+    (  # a home that cannot record a batch (lab.batch_store.unrecorded): a command has
+        # no kernel and no batch to hold; it opens its ledger afresh each time
+        r"restart the kernel \(a client opens its ledger when it is made\), then run it "
+        r"again|send it again \(run the cell again, or batch\.submit\(\) on a batch you hold\)",
+        "run the same command again",
+    ),
+    (
+        r"could not be opened when this client was made",
+        "could not be opened when this command started",
+    ),
 )  # the transport's failures are in words where they are made (protocol.body.failure_words)
 
 
@@ -398,6 +409,8 @@ def run_batch(
             batch.submit()
         except PayloadError as exc:
             return error(f"refused, nothing sent: {exc}", EXIT_REFUSED, exc=exc, id=batch.id)
+        except NotRecorded as exc:  # a home that cannot record it: the person must act
+            return error(str(exc), EXIT_REFUSED, exc=exc, id=batch.id)
         except GenwidgetsError as exc:  # the ledger held by another process: its advice said
             return error(f"not sent: {exc}", EXIT_NOT_DONE, exc=exc, id=batch.id)
         if retried:

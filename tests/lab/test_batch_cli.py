@@ -270,6 +270,32 @@ def test_a_ledger_another_process_holds_sends_nothing_and_says_to_run_it_again(
 
 
 @pytest.mark.slow
+def test_a_home_that_cannot_record_the_batch_is_refused_in_the_commands_words(
+    gateway_env: SimulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home no ledger can be made in (under a file, so even root cannot): nothing is
+    sent, exit 2 (the person must change something), and the advice is the command's,
+    not a notebook's ("restart the kernel" read as a fault to report: review-34)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("GENWIDGETS_HOME", str(blocker / "home"))
+    common = [str(rows_file(tmp_path, 2)), "--endpoint", T2I, "--set", "prompt={text}"]
+    common += ["--out", str(tmp_path / "o"), "--yes"]
+    with pytest.warns(gw.LedgerWarning, match="ledger is off"):
+        code, out, err = run(common)
+    assert code == 2 and "Traceback" not in out, err
+    assert err.startswith("genwidgets batch: batch ") and "GENWIDGETS_HOME cannot be written" in err
+    assert "could not be opened when this command started" in err
+    assert err.rstrip().endswith("and run the same command again"), err
+    assert "kernel" not in err and "submit()" not in err and "Traceback" not in err
+    with pytest.warns(gw.LedgerWarning, match="ledger is off"):
+        code, out, err = run([*common, "--json"])
+    found = json.loads(out)
+    assert code == 2 and found["error_type"] == "NotRecorded", found
+    assert found["error"].endswith("run the same command again")
+    assert stats(gateway_env)["create"] == 0
+
+
 def test_failed_rows_exit_1_and_are_listed(gateway_env: SimulatorServer, tmp_path: Path) -> None:
     httpx.put(f"{gateway_env.base_url}/_sim/config", json={"fail_rate": 1.0}, timeout=10)
     code, out, _ = run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -75,12 +76,15 @@ def test_a_batch_of_a_client_whose_home_cannot_be_written_is_refused_before_any_
     assert created(sim) == 0
 
 
+@pytest.mark.parametrize("off", [False, None, 0])
 def test_a_client_made_with_the_ledger_off_keeps_its_grid_in_memory_and_says_so(
-    unwritable_home: Path, sim: SimulatorServer
+    unwritable_home: Path, sim: SimulatorServer, off: Any
 ) -> None:
+    """``ledger=None`` (or 0) is off on purpose as ``False`` is: it read as a ledger that
+    could not be opened, and every grid was refused (review-34)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", gw.LedgerWarning)  # off on purpose: no warning
-        client = gw.Client(sim.base_url, KEY, ledger=False)
+        client = gw.Client(sim.base_url, KEY, ledger=off)
     try:
         view = gw.grid(T2I, {"prompt": "a fox", "n": 1}, x=("seed", [1, 2]), client=client)
         view.wait(timeout=60)

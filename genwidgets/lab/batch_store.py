@@ -768,9 +768,11 @@ class GridStore(BatchStore):
 
     def left_unfinished(self, gateway: str, endpoint: str) -> list[GridRecord]:
         """The grids of ``gateway`` and ``endpoint`` a process that ended left unfinished,
-        newest first: a cell not ended, and cells reserved only by owners no longer alive
-        (a kernel killed mid-grid; another live kernel's grid is its own, and a grid never
-        sent has no owner to have ended: docs/decisions.md#grid-left-unfinished)."""
+        newest first: a cell not ended, and a cell reserved by an owner no longer alive
+        (a kernel killed mid-grid, whether or not another kernel re-opened it since: a
+        second kernel run after the kill paid for every cell again). A grid only live
+        kernels reserved is theirs, and a grid never sent has no owner to have ended:
+        docs/decisions.md#grid-left-unfinished."""
         found: list[GridRecord] = []
         alive = self.tables.alive_owners() | {self.tables.owner}  # this process lives
         for grid_id, stored_endpoint in self._newest("SELECT id, endpoint FROM batches", gateway):
@@ -786,7 +788,7 @@ class GridStore(BatchStore):
                     (grid_id,),
                 )
             }
-            if owners and not owners & alive and (record := self.get(grid_id)) is not None:
+            if owners - alive and (record := self.get(grid_id)) is not None:
                 found.append(record)
         return found
 

@@ -135,6 +135,58 @@ def test_a_grid_a_killed_kernel_left_is_reopened_and_pays_only_its_unsent_cells(
         assert GridRun.reopen_left(view.run.plan, client) is None
 
 
+def owners(home: Path, grid_id: str) -> set[str]:
+    with closing(sqlite3.connect(home / "ledger.sqlite3")) as db:
+        found = db.execute(
+            "SELECT DISTINCT owner FROM batch_rows WHERE batch_id = ? AND owner IS NOT NULL",
+            (grid_id,),
+        ).fetchall()
+    return {owner for (owner,) in found}
+
+
+def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
+    make_simulator: Callable[..., SimulatorServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the kill, two kernels run the cell (a second notebook, a second Run All):
+    the second, while the first still sends, re-opens the same grid and shares its
+    cells, each paid once (it planned a new grid and paid for all 12 again: review-34)."""
+    sim = make_simulator(latency=1.0)
+    home = tmp_path / "home"
+    left_id = killed_mid_grid(sim, home)
+    (killed,) = owners(home, left_id)
+    httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 4}, timeout=10).raise_for_status()
+    env = {**os.environ, "GENWIDGETS_HOME": str(home), "GENWIDGETS_BASE_URL": sim.base_url}
+    env["GENWIDGETS_API_KEY"] = KEY
+    first = subprocess.Popen([sys.executable, "-c", CALL], env=env)
+    try:
+        assert wait_for(lambda: len(owners(home, left_id) - {killed}) > 0, 120), (
+            "the first re-opener never reserved a cell"
+        )
+        assert first.poll() is None  # its creates are answered in 4 s: it still sends
+        monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+        with gw.Client(sim.base_url, KEY) as client:
+            second = same_call(client)
+            assert second.run.id == left_id  # the same grid, not a new one paid again
+            httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 0}, timeout=10)
+            second.wait(timeout=120)
+        assert first.wait(timeout=120) == 0
+    finally:
+        first.kill()
+        first.wait(timeout=60)
+    made = [t["payload_sha256"] for t in tasks(sim)]
+    store = GridStore(home / "ledger.sqlite3")
+    try:
+        assert [g.id for g in store.grids()] == [left_id]
+        cells = store.rows(left_id)
+    finally:
+        store.close()
+    assert len(made) == len(set(made))  # no cell paid twice
+    # each cell has its one task, but those the kill left with an answer never heard
+    # (outcome unknown, never sent again)
+    followed = {row.request_id for row in cells if row.request_id is not None}
+    assert len(followed) == len(made) and all(r.request_id or r.error for r in cells)
+
+
 def test_new_true_plans_a_new_grid_beside_the_one_a_killed_kernel_left(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -222,8 +222,7 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
         "status": row.status,
         "ok": row.ok,
         "error": row.error,
-        # 2026-11-29T02:15:00Z: a time in JSON as the batch manifest writes it
-        "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.submitted_at)),
+        "submitted_at": _json_time(row.submitted_at),
         # the local copies on disk; those recorded and removed since, apart: left removed
         # (space freed on purpose) unless asked for, by `result ID` or `resume --recopy`
         "files": [o["path"] for o in row.outputs if o.get("path") and not copy_gone(o)],
@@ -233,6 +232,61 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
         "copies_pending": row.copies_pending,
         "copies_given_up": {str(i): why for i, why in row.copies_given_up.items()},
         "made_with_another_key": row.made_with_another_key(fingerprint),
+    }
+
+
+def _json_time(at: float) -> str | None:
+    """2026-11-29T02:15:00Z, a time in JSON as the batch manifest writes it; None for a
+    time no clock shows (a note's unreadable time, kept as 0: ledger/file.py)."""
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)) if at > 0 else None
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _local_time(at: float) -> str:
+    """A history line's time, in the local zone; a time no clock shows in words, as wide."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at > 0 else _NO_TIME
+    except (OverflowError, OSError, ValueError):
+        return _NO_TIME
+
+
+_NO_TIME = f"{'(time unknown)':<19}"
+
+
+def _process_words(pid: int | None, host: str | None) -> str:
+    """``process 4242 on lab-3``, what of it a note says (an older note's handle names
+    neither: "an earlier process"), inert for a terminal."""
+    if pid is None and host is None:
+        return "an earlier process"
+    said = "process" + (f" {pid}" if pid is not None else "")
+    return terminal_text(said + (f" on {host}" if host is not None else " of this ledger"))
+
+
+def _left_record(
+    state: str, endpoint: str | None, request_id: str | None, at: float, pid: Any, host: Any
+) -> dict[str, Any]:
+    """A task the ledger's file does not hold, in JSON as a row is (``--json``): held in
+    the pending notes (``pending_notes``: recorded at the next write or open) or kept
+    aside (``kept_aside``: placed on no row, never recorded; no request id is a create of
+    unknown outcome, maybe paid)."""
+    return {
+        "request_id": request_id,
+        "endpoint": endpoint,
+        "state": state,
+        "status": None,
+        "ok": None,
+        "error": None,
+        "submitted_at": _json_time(at),
+        "files": [],
+        "files_missing": [],
+        "copies_removed": [],
+        "copies_pending": [],
+        "copies_given_up": {},
+        "made_with_another_key": False,
+        "pid": pid,
+        "host": host,
     }
 
 
@@ -272,7 +326,24 @@ def _history(client: Client, args: argparse.Namespace) -> int:
     else:
         busy = ""
     records = [_row_record(r, client.key_fingerprint) for r in rows]
+    # the tasks the file does not hold (yet, or ever), listed with the rows: scripts
+    # reading --json see the paid tasks a terminal sees (review-31)
+    listed = {(row.endpoint, row.request_id) for row in rows}
+    held = [
+        note
+        for note in client.ledger.left_pending(client.gateway_name)  # a lock held them
+        if (note[0], note[1]) not in listed and args.endpoint in (None, note[0])
+    ]
+    kept = [
+        note
+        for note in client.ledger.kept_aside(client.gateway_name)
+        if args.endpoint in (None, note[0])
+    ]
+    if args.status:  # neither has a status word yet
+        held, kept = [], []
     if args.json:
+        records += [_left_record("pending_notes", *note) for note in held]
+        records += [_left_record("kept_aside", *note) for note in kept]
         print(json.dumps(records))
         return 0
     for row, r in zip(rows, records, strict=True):
@@ -280,28 +351,21 @@ def _history(client: Client, args: argparse.Namespace) -> int:
         word, endpoint = terminal_text(r["status"] or r["state"]), terminal_text(r["endpoint"])
         files = f" {len(r['files'])} file(s)" if r["files"] else ""
         rid = terminal_text(r["request_id"] or "(no request id)")
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.submitted_at))
+        when = _local_time(row.submitted_at)
         print(f"{when}  {endpoint:<24} {word:<16} {rid}{files}{_copies_in_words(r)}")
-    listed = {(row.endpoint, row.request_id) for row in rows}
-    held = client.ledger.left_pending(client.gateway_name)  # not in the file yet (a lock)
     for endpoint, rid, at, pid, host in held:
-        if (endpoint, rid) not in listed and args.endpoint in (None, endpoint) and not args.status:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-            shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
-            by = terminal_text(f"process {pid} on {host}")
-            state = (
-                "it may still be running; recorded at its next write or the next open"
-                if may_still_run(pid, host)
-                else "it has ended; recorded at the next open"
-            )
-            print(f"{when}  {shown} (held by {by}: {state})")
-    for where, named, at, pid, host in client.ledger.kept_aside(client.gateway_name):
-        if args.endpoint in (None, where) and not args.status:  # never recorded: as kept
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-            rid = named or "(no request id: a create of unknown outcome, maybe paid)"
-            shown = f"{terminal_text(where or '?'):<24} {'kept aside':<16} {terminal_text(rid)}"
-            by = terminal_text(f"process {pid} on {host}")
-            print(f"{when}  {shown} (not placed: no row of its create here; left by {by})")
+        shown = f"{terminal_text(endpoint):<24} {'pending notes':<16} {terminal_text(rid)}"
+        state = (
+            "it may still be running; recorded at its next write or the next open"
+            if may_still_run(pid, host)
+            else "it has ended; recorded at the next open"
+        )
+        print(f"{_local_time(at)}  {shown} (held by {_process_words(pid, host)}: {state})")
+    for where, named, at, pid, host in kept:  # never recorded: as kept
+        rid = named or "(no request id: a create of unknown outcome, maybe paid)"
+        shown = f"{terminal_text(where or '?'):<24} {'kept aside':<16} {terminal_text(rid)}"
+        by = _process_words(pid, host)
+        print(f"{_local_time(at)}  {shown} (not placed: no row of its create here; left by {by})")
     if busy:
         said = f"only the pending notes are shown: {busy}"
         return say_error("history", said, EXIT_NOT_DONE, as_json=False)

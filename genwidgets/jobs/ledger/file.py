@@ -427,6 +427,11 @@ _NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 
 #: the log line of a line of a pending file that is not a note
 _SKIPPED = "genwidgets: skipped a line of a ledger's pending file: %.80s"
+#: the log line of a note whose time is no time (kept, its time unknown)
+_NO_TIME = "genwidgets: a note of a ledger's pending file has no readable time (%.20r): kept"
+#: the time of a note whose own was no time (:data:`_NO_TIME`); the latest time a
+#: note may carry (the last second of the year 9999, the most any clock here shows)
+UNKNOWN_TIME, LATEST_TIME = 0.0, 253_402_300_799.0
 
 
 def _notes(data: bytes) -> list[Note]:
@@ -457,7 +462,12 @@ def _note(line: str) -> Note | None:
             isinstance(note, dict)
             and kind in note
             and all(isinstance(note.get(name), types) for name, types in wanted.items())
+            and not isinstance(note["at"], bool)
         ):
+            if not 0 <= note["at"] <= LATEST_TIME:  # NaN, inf, 1e300: SQLite keeps NaN as
+                # NULL and no clock reads it; the note still names its task, kept
+                log.warning(_NO_TIME, note["at"])
+                note["at"] = UNKNOWN_TIME
             return note
     log.warning(_SKIPPED, line)
     return None
@@ -1069,7 +1079,7 @@ class LedgerFile:
     def _said_unplaced(self, unplaced: list[Note], where: str) -> None:
         """The one warning naming the notes a merge placed on no row, and where they are."""
         tasks = ", ".join(
-            str(n.get("request_id") or f"a create of unknown outcome, row {n['failed']}")
+            str(n.get("request_id") or f"a create of unknown outcome, row {n.get('failed', '?')}")
             for n in unplaced
         )
         log.warning(

@@ -540,6 +540,56 @@ def test_a_note_placed_on_no_row_is_kept_aside_once_and_listed(
     ]
 
 
+def test_notes_with_odd_times_or_no_process_are_listed_by_history_and_its_json(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Notes a stray writer or a damaged disk left with a time no clock shows (NaN, inf,
+    1e300, JSON reads them all) and a handle naming no process: `genwidgets history`
+    failed at every run ("Invalid value NaN"), `--json` listed none of the paid tasks a
+    terminal sees, and the text said "process None on None" (review-31). Each is kept,
+    its time unknown, and listed in both."""
+    from genwidgets.cli import main
+
+    home = tmp_path / "home"
+    path = home / "ledger.sqlite3"
+    Ledger(path).close()
+    notes = [
+        {"row": 8, "request_id": "paid-nan", "endpoint": ENDPOINT, "at": float("nan")},
+        {"row": 9, "request_id": "paid-huge", "endpoint": ENDPOINT, "at": 1e300},
+        {"row": 10, "request_id": "paid-old", "endpoint": ENDPOINT, "at": 1_000_000.0},
+        {"failed": 11, "error": "no answer", "created_nothing": False, "at": float("inf")}
+        | {"pid": 4242, "host": "another-host"},
+    ]
+    pending = path.with_name(path.name + ".pending.jsonl")
+    pending.write_text("".join(json.dumps(note) + "\n" for note in notes))
+    monkeypatch.setenv("GENWIDGETS_HOME", str(home))
+    monkeypatch.setenv("GENWIDGETS_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("GENWIDGETS_API_KEY", "key-of-no-gateway")
+    with caplog.at_level(logging.WARNING, logger="genwidgets"):
+        assert main(["history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(" kept aside " in line for line in lines), lines
+    assert "None" not in "".join(lines) and "an earlier process" in lines[0]
+    assert [line.startswith("(time unknown) ") for line in lines] == [True, True, False, True]
+    assert "process 4242 on another-host" in lines[3] and "maybe paid" in lines[3]
+    assert sum("no readable time" in r.getMessage() for r in caplog.records) == 3
+    assert main(["history", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(r["request_id"], r["state"]) for r in listed] == [
+        ("paid-nan", "kept_aside"),
+        ("paid-huge", "kept_aside"),
+        ("paid-old", "kept_aside"),
+        (None, "kept_aside"),
+    ]
+    assert [r["submitted_at"] for r in listed] == [None, None, "1970-01-12T13:46:40Z", None]
+    assert (listed[3]["pid"], listed[3]["host"]) == (4242, "another-host")
+    assert main(["history", "--status", "COMPLETED", "--json"]) == 0  # no status word
+    assert json.loads(capsys.readouterr().out) == []
+
+
 def test_a_full_disk_cutting_the_move_of_unplaced_notes_leaves_their_file_whole(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

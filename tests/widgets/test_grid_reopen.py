@@ -154,7 +154,7 @@ def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
     home = tmp_path / "home"
     left_id = killed_mid_grid(sim, home)
     (killed,) = owners(home, left_id)
-    httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 4}, timeout=10).raise_for_status()
+    httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 6}, timeout=10).raise_for_status()
     env = {**os.environ, "GENWIDGETS_HOME": str(home), "GENWIDGETS_BASE_URL": sim.base_url}
     env["GENWIDGETS_API_KEY"] = KEY
     first = subprocess.Popen([sys.executable, "-c", CALL], env=env)
@@ -162,7 +162,7 @@ def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
         assert wait_for(lambda: len(owners(home, left_id) - {killed}) > 0, 120), (
             "the first re-opener never reserved a cell"
         )
-        assert first.poll() is None  # its creates are answered in 4 s: it still sends
+        assert first.poll() is None  # its creates are answered in 6 s: it still sends
         monkeypatch.setenv("GENWIDGETS_HOME", str(home))
         with gw.Client(sim.base_url, KEY) as client:
             second = same_call(client)
@@ -173,18 +173,21 @@ def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
     finally:
         first.kill()
         first.wait(timeout=60)
-    made = [t["payload_sha256"] for t in tasks(sim)]
+    made = tasks(sim)
     store = GridStore(home / "ledger.sqlite3")
     try:
         assert [g.id for g in store.grids()] == [left_id]
         cells = store.rows(left_id)
     finally:
         store.close()
-    assert len(made) == len(set(made))  # no cell paid twice
-    # each cell has its one task, but those the kill left with an answer never heard
-    # (outcome unknown, never sent again)
-    followed = {row.request_id for row in cells if row.request_id is not None}
-    assert len(followed) == len(made) and all(r.request_id or r.error for r in cells)
+    payloads = [t["payload_sha256"] for t in made]
+    assert len(payloads) == len(set(payloads)) <= CELLS  # no cell paid twice
+    # each cell follows its one task, but those the kill left with an answer never heard
+    # (outcome unknown, never sent again: the gateway may have made them, no idempotency
+    # key tells); none is followed twice, none a task the gateway did not make
+    followed = [row.request_id for row in cells if row.request_id is not None]
+    assert len(followed) == len(set(followed)) and set(followed) <= {t["request_id"] for t in made}
+    assert all(r.request_id or "outcome unknown" in (r.error or "") for r in cells), cells
 
 
 def test_new_true_plans_a_new_grid_beside_the_one_a_killed_kernel_left(

@@ -109,7 +109,7 @@ def test_a_grid_a_killed_kernel_left_is_reopened_and_pays_only_its_unsent_cells(
     store = GridStore(home / "ledger.sqlite3")
     unsent = [row.index for row in store.rows(left_id) if row.state == WAITING]
     store.close()
-    assert 1 < len(unsent) < CELLS, "the kill came too early or too late: it proves nothing"
+    assert 0 < len(unsent) < CELLS, "the kill came too early or too late: it proves nothing"
     reserved_only(home, left_id, unsent[0])
 
     monkeypatch.setenv("GENWIDGETS_HOME", str(home))

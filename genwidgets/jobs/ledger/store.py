@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._config import hide_userinfo, home, normal_base_url
+from ..._formats import int_or_none
 from ...errors import LedgerError
 from ...protocol.records import TERMINAL_WORDS
 from .file import MASKING, LedgerFile, Undecodable, raise_if_damaged
@@ -63,6 +64,13 @@ def may_still_run(pid: int | None, host: str | None) -> bool:
     record it at its next write): one of this host is known dead by its pid (it writes
     nothing more: the next open records its notes); another host's cannot be told."""
     return host != HOST or pid is None or pid_alive(pid)
+
+
+def _process_of(note: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The pid and host a note names, each None when it names none of its type (a handle
+    note need not carry them, and a stray writer's may be anything)."""
+    host = note.get("host")
+    return int_or_none(note.get("pid")), host if isinstance(host, str) else None
 
 
 def _has_json_sql() -> bool:
@@ -407,7 +415,7 @@ class Ledger:
         for note in notes:
             found.setdefault((note["endpoint"], note["request_id"]), note)
         return [
-            (endpoint, request_id, float(n["at"]), n.get("pid"), n.get("host"))
+            (endpoint, request_id, float(n["at"]), *_process_of(n))
             for (endpoint, request_id), n in found.items()
         ]
 
@@ -428,8 +436,7 @@ class Ledger:
                 endpoint if isinstance(endpoint, str) else None,
                 note.get("request_id"),
                 float(note["at"]),
-                note.get("pid"),
-                note.get("host"),
+                *_process_of(note),
             )
             found.setdefault((*listed, note.get("failed")), listed)
         return list(found.values())

@@ -590,6 +590,25 @@ def test_notes_with_odd_times_or_no_process_are_listed_by_history_and_its_json(
     assert json.loads(capsys.readouterr().out) == []
 
 
+def test_a_handle_note_naming_its_process_in_odd_types_is_listed_with_none(
+    tmp_path: Path,
+) -> None:
+    """A handle note need not carry its pid and host, and a stray writer's may be of any
+    type: the ledger lists the note with neither rather than hand a command a pid that is
+    text (asking whether process "x" lives raised)."""
+    path = tmp_path / "ledger.sqlite3"
+    Ledger(path).close()
+    odd = {"row": 8, "request_id": "paid-8", "endpoint": ENDPOINT, "at": 1_000_002.0}
+    odd.update(pid="4242", host=7)
+    path.with_name(path.name + ".pending.jsonl").write_text(json.dumps(odd) + "\n")
+    with Ledger(path) as led:
+        assert led.flush(30)
+        wait_until(lambda: bool(led.kept_aside()), 30, "the note kept aside")
+        assert [(rid, pid, host) for _e, rid, _at, pid, host in led.kept_aside()] == [
+            ("paid-8", 4242, None)  # a pid in digits is a pid; a host that is no text is none
+        ]
+
+
 def test_a_full_disk_cutting_the_move_of_unplaced_notes_leaves_their_file_whole(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

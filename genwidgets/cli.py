@@ -61,7 +61,8 @@ from .jobs.job import (
     no_stop_hint,
     poll_failed_since,
 )
-from .jobs.ledger import MAX_LIMIT
+from .jobs.ledger import MAX_LIMIT, LedgerRow
+from .jobs.ledger.file import UNKNOWN_TIME
 from .jobs.ledger.lease import HOST, pid_alive
 from .jobs.ledger.rows import copy_gone
 from .jobs.ledger.store import may_still_run
@@ -80,7 +81,6 @@ from .serve.cli import JSON_FLAG, say
 from .simulator import cli as simulator_cli
 
 if TYPE_CHECKING:
-    from .jobs.ledger import LedgerRow
     from .protocol.records import Status
 
 DESCRIPTION = "Tools for genwidgets, widgets for an asynchronous generation gateway."
@@ -222,7 +222,7 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
         "status": row.status,
         "ok": row.ok,
         "error": row.error,
-        "submitted_at": _json_time(row.submitted_at),
+        "submitted_at": _time_text(row.submitted_at),
         # the local copies on disk; those recorded and removed since, apart: left removed
         # (space freed on purpose) unless asked for, by `result ID` or `resume --recopy`
         "files": [o["path"] for o in row.outputs if o.get("path") and not copy_gone(o)],
@@ -235,24 +235,24 @@ def _row_record(row: LedgerRow, fingerprint: str | None = None) -> dict[str, Any
     }
 
 
-def _json_time(at: float) -> str | None:
-    """2026-11-29T02:15:00Z, a time in JSON as the batch manifest writes it; None for a
-    time no clock shows (a note's unreadable time, kept as 0: ledger/file.py)."""
+def _time_text(at: float, *, local: bool = False) -> str | None:
+    """``at`` as JSON has it (2026-11-29T02:15:00Z, as the batch manifest writes it) or,
+    ``local``, as a history line shows it; None for a time no clock shows (a note's
+    unreadable time, kept as ``UNKNOWN_TIME``: jobs/ledger/file.py)."""
+    shape, clock = ("%Y-%m-%d %H:%M:%S", time.localtime) if local else (_JSON_TIME, time.gmtime)
     try:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)) if at > 0 else None
+        return time.strftime(shape, clock(at)) if at > UNKNOWN_TIME else None
     except (OverflowError, OSError, ValueError):
         return None
 
 
+_JSON_TIME = "%Y-%m-%dT%H:%M:%SZ"
+#: a history line's time when it has none, as wide as a time
+_TIME_UNKNOWN = f"{'(time unknown)':<19}"
+
+
 def _local_time(at: float) -> str:
-    """A history line's time, in the local zone; a time no clock shows in words, as wide."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at > 0 else _NO_TIME
-    except (OverflowError, OSError, ValueError):
-        return _NO_TIME
-
-
-_NO_TIME = f"{'(time unknown)':<19}"
+    return _time_text(at, local=True) or _TIME_UNKNOWN
 
 
 def _process_words(pid: int | None, host: str | None) -> str:
@@ -261,33 +261,39 @@ def _process_words(pid: int | None, host: str | None) -> str:
     if pid is None and host is None:
         return "an earlier process"
     said = "process" + (f" {pid}" if pid is not None else "")
-    return terminal_text(said + (f" on {host}" if host is not None else " of this ledger"))
+    return terminal_text(said + (f" on {host}" if host is not None else ""))
 
 
 def _left_record(
-    state: str, endpoint: str | None, request_id: str | None, at: float, pid: Any, host: Any
+    state: str,
+    endpoint: str | None,
+    request_id: str | None,
+    at: float,
+    pid: int | None,
+    host: str | None,
 ) -> dict[str, Any]:
-    """A task the ledger's file does not hold, in JSON as a row is (``--json``): held in
-    the pending notes (``pending_notes``: recorded at the next write or open) or kept
-    aside (``kept_aside``: placed on no row, never recorded; no request id is a create of
-    unknown outcome, maybe paid)."""
-    return {
-        "request_id": request_id,
-        "endpoint": endpoint,
-        "state": state,
-        "status": None,
-        "ok": None,
-        "error": None,
-        "submitted_at": _json_time(at),
-        "files": [],
-        "files_missing": [],
-        "copies_removed": [],
-        "copies_pending": [],
-        "copies_given_up": {},
-        "made_with_another_key": False,
-        "pid": pid,
-        "host": host,
-    }
+    """A task the ledger's file does not hold, in JSON as a row is (``--json``), with the
+    process that left it: held in the pending notes (``pending_notes``: recorded at the
+    next write or open) or kept aside (``kept_aside``: placed on no row, never recorded;
+    no request id or endpoint: a create of unknown outcome, maybe paid)."""
+    row = LedgerRow(
+        id=0,
+        gateway="",
+        endpoint=endpoint or "",
+        request_id=request_id,
+        state=state,
+        status=None,
+        queue_position=None,
+        payload={},
+        submitted_at=at,
+        updated_at=at,
+        finished_at=None,
+        ok=None,
+        error=None,
+        error_type=None,
+        outputs=[],
+    )
+    return _row_record(row) | {"endpoint": endpoint, "pid": pid, "host": host}
 
 
 def _copies_in_words(record: dict[str, Any]) -> str:
@@ -328,19 +334,18 @@ def _history(client: Client, args: argparse.Namespace) -> int:
     records = [_row_record(r, client.key_fingerprint) for r in rows]
     # the tasks the file does not hold (yet, or ever), listed with the rows: scripts
     # reading --json see the paid tasks a terminal sees (review-31)
+    # (neither has a status word yet: a --status filter leaves them out, unread)
     listed = {(row.endpoint, row.request_id) for row in rows}
     held = [
         note
-        for note in client.ledger.left_pending(client.gateway_name)  # a lock held them
+        for note in (client.ledger.left_pending(client.gateway_name) if not args.status else [])
         if (note[0], note[1]) not in listed and args.endpoint in (None, note[0])
     ]
     kept = [
         note
-        for note in client.ledger.kept_aside(client.gateway_name)
+        for note in (client.ledger.kept_aside(client.gateway_name) if not args.status else [])
         if args.endpoint in (None, note[0])
     ]
-    if args.status:  # neither has a status word yet
-        held, kept = [], []
     if args.json:
         records += [_left_record("pending_notes", *note) for note in held]
         records += [_left_record("kept_aside", *note) for note in kept]

@@ -54,16 +54,21 @@ def same_call(client: gw.Client, **kwargs: Any) -> gw.Grid:
     )
 
 
-def killed_mid_grid(sim: SimulatorServer, home: Path) -> str:
-    """Run :data:`CALL` in another process, kill it with SIGKILL once 3 creates were
-    answered (the others in flight or never sent); the id of the grid it left."""
+def kernel_running_the_cell(sim: SimulatorServer, home: Path) -> subprocess.Popen[bytes]:
+    """Another process running :data:`CALL`, as a kernel with ``home`` would."""
     env = dict(
         os.environ,
         GENWIDGETS_HOME=str(home),
         GENWIDGETS_BASE_URL=sim.base_url,
         GENWIDGETS_API_KEY=KEY,
     )
-    kernel = subprocess.Popen([sys.executable, "-c", CALL], env=env)
+    return subprocess.Popen([sys.executable, "-c", CALL], env=env)
+
+
+def killed_mid_grid(sim: SimulatorServer, home: Path) -> str:
+    """Run :data:`CALL` in another process, kill it with SIGKILL once 3 creates were
+    answered (the others in flight or never sent); the id of the grid it left."""
+    kernel = kernel_running_the_cell(sim, home)
     try:
         assert wait_for(lambda: stats(sim)["created"] >= 3, 120), "no create was answered"
     finally:
@@ -77,14 +82,20 @@ def killed_mid_grid(sim: SimulatorServer, home: Path) -> str:
     return left.id
 
 
+def owners(home: Path, grid_id: str) -> set[str]:
+    with closing(sqlite3.connect(home / "ledger.sqlite3")) as db:
+        found = db.execute(
+            "SELECT DISTINCT owner FROM batch_rows WHERE batch_id = ? AND owner IS NOT NULL",
+            (grid_id,),
+        ).fetchall()
+    return {owner for (owner,) in found}
+
+
 def reserved_only(home: Path, grid_id: str, index: int) -> None:
     """Leave cell ``index`` as a kill between its reservation and its create's intent
     leaves it: reserved by the ended kernel, nothing in the ledger (it never left)."""
+    owner = min(owners(home, grid_id))  # the ended kernel's (the only one yet)
     with closing(sqlite3.connect(home / "ledger.sqlite3")) as db, db:
-        (owner,) = db.execute(
-            "SELECT owner FROM batch_rows WHERE batch_id = ? AND owner IS NOT NULL LIMIT 1",
-            (grid_id,),
-        ).fetchone()
         db.execute(
             "UPDATE batch_rows SET state = 'sending', owner = ?, reserved_at = ? "
             "WHERE batch_id = ? AND idx = ?",
@@ -135,15 +146,6 @@ def test_a_grid_a_killed_kernel_left_is_reopened_and_pays_only_its_unsent_cells(
         assert GridRun.reopen_left(view.run.plan, client) is None
 
 
-def owners(home: Path, grid_id: str) -> set[str]:
-    with closing(sqlite3.connect(home / "ledger.sqlite3")) as db:
-        found = db.execute(
-            "SELECT DISTINCT owner FROM batch_rows WHERE batch_id = ? AND owner IS NOT NULL",
-            (grid_id,),
-        ).fetchall()
-    return {owner for (owner,) in found}
-
-
 def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
     make_simulator: Callable[..., SimulatorServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,9 +157,7 @@ def test_a_second_kernel_while_the_first_re_opener_sends_re_opens_the_grid_too(
     left_id = killed_mid_grid(sim, home)
     (killed,) = owners(home, left_id)
     httpx.put(f"{sim.base_url}/_sim/config", json={"latency": 6}, timeout=10).raise_for_status()
-    env = {**os.environ, "GENWIDGETS_HOME": str(home), "GENWIDGETS_BASE_URL": sim.base_url}
-    env["GENWIDGETS_API_KEY"] = KEY
-    first = subprocess.Popen([sys.executable, "-c", CALL], env=env)
+    first = kernel_running_the_cell(sim, home)
     try:
         assert wait_for(lambda: len(owners(home, left_id) - {killed}) > 0, 120), (
             "the first re-opener never reserved a cell"

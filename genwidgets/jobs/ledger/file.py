@@ -48,7 +48,15 @@ from .writer import (
 
 T = TypeVar("T")
 
-__all__ = ["LedgerFile", "Undecodable", "damage", "merge_notes", "quick_check", "raise_if_damaged"]
+__all__ = [
+    "UNKNOWN_TIME",
+    "LedgerFile",
+    "Undecodable",
+    "damage",
+    "merge_notes",
+    "quick_check",
+    "raise_if_damaged",
+]
 
 log = logging.getLogger("genwidgets")
 #: what the writer does while :attr:`LedgerFile.masking`, as said when it is waited for
@@ -428,8 +436,8 @@ _NOTE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 #: the log line of a line of a pending file that is not a note
 _SKIPPED = "genwidgets: skipped a line of a ledger's pending file: %.80s"
 #: the log line of a note whose time is no time (kept, its time unknown)
-_NO_TIME = "genwidgets: a note of a ledger's pending file has no readable time (%.20r): kept"
-#: the time of a note whose own was no time (:data:`_NO_TIME`); the latest time a
+_TIME_UNREADABLE = "genwidgets: a ledger's pending note has no readable time (%.20r): kept"
+#: the time of a note whose own was no time (:data:`_TIME_UNREADABLE`); the latest time a
 #: note may carry (the last second of the year 9999, the most any clock here shows)
 UNKNOWN_TIME, LATEST_TIME = 0.0, 253_402_300_799.0
 
@@ -466,7 +474,7 @@ def _note(line: str) -> Note | None:
         ):
             if not 0 <= note["at"] <= LATEST_TIME:  # NaN, inf, 1e300: SQLite keeps NaN as
                 # NULL and no clock reads it; the note still names its task, kept
-                log.warning(_NO_TIME, note["at"])
+                log.warning(_TIME_UNREADABLE, note["at"])
                 note["at"] = UNKNOWN_TIME
             return note
     log.warning(_SKIPPED, line)
